@@ -1,0 +1,398 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The native API: find the objects, plan their spans against
+ * /proc/self/maps, move them, verify, report.
+ */
+#include "internal.h"
+#include "objects.h"
+#include "region.h"
+#include "sys.h"
+
+#include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <regex.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+
+/* One remap at a time: the maps we read must stay true while we act on them. */
+pthread_mutex_t ht_lock = PTHREAD_MUTEX_INITIALIZER;
+
+struct run {
+	const struct ht_options *opt;
+	char *maps;
+	size_t maps_len;
+	regex_t match, ignore, dso;
+	int has_match, has_ignore, has_dso, dso_found;
+	double t0;
+	struct ht_region *regs;
+	size_t nregs, cap;
+	int first_err;
+};
+
+static struct ht_region *new_region(struct run *r, const char *object)
+{
+	struct ht_region *g;
+
+	if (r->nregs == r->cap) {
+		size_t cap = r->cap ? r->cap * 2 : 8;
+		struct ht_region *p = realloc(r->regs, cap * sizeof(*p));
+
+		if (!p)
+			return NULL;
+		r->regs = p;
+		r->cap = cap;
+	}
+	g = &r->regs[r->nregs++];
+	memset(g, 0, sizeof(*g));
+	strncpy(g->object, object ? object : "", sizeof(g->object) - 1);
+	g->mode = r->opt->mode;
+	g->fill = "";
+	return g;
+}
+
+static void set_outcome(struct run *r, struct ht_region *g, enum ht_status st,
+			enum ht_error e, int err)
+{
+	g->status = st;
+	g->error = e;
+	g->sys_errno = err < 0 ? -err : 0;
+	if (st == HT_STATUS_FAILED && !r->first_err)
+		r->first_err = err < 0 ? err : -EIO;
+}
+
+/* Opens the object's file if it provably holds the bytes that are mapped. */
+static int open_clean_source(const struct ht_seg_plan *p)
+{
+	struct stat st;
+	uint64_t *pm;
+	size_t n = p->mapped / HT_PAGE;
+	int fd, pfd, clean = 0;
+
+	if (!p->file_backed || p->path[0] != '/')
+		return -1;
+	fd = ht_sys_open(p->path, O_RDONLY, 0);
+	if (fd < 0)
+		return -1;
+	if (ht_sys_fstat(fd, &st) < 0 || st.st_ino != p->inode ||
+	    major(st.st_dev) != p->dev_major || minor(st.st_dev) != p->dev_minor)
+		goto out;
+	/* A page the program wrote (a breakpoint, a relocation) is only in memory. */
+	pm = malloc(n * sizeof(*pm));
+	pfd = pm ? ht_sys_open("/proc/self/pagemap", O_RDONLY, 0) : -1;
+	if (pfd >= 0) {
+		off_t off = (off_t)(p->span.start / HT_PAGE * sizeof(*pm));
+
+		clean = ht_sys_pread_full(pfd, pm, n * sizeof(*pm), off) == (ssize_t)(n * sizeof(*pm)) &&
+			ht_pagemap_clean(pm, n);
+		ht_sys_close(pfd);
+	}
+	free(pm);
+out:
+	if (clean)
+		return fd;
+	ht_sys_close(fd);
+	return -1;
+}
+
+static int budget_spent(const struct run *r)
+{
+	return r->opt->budget_ms && ht_now_ms() - r->t0 >= (double)r->opt->budget_ms;
+}
+
+/* Moves one planned span; the region is filled whatever happens. */
+static void move_planned(struct run *r, const struct ht_seg_plan *p, struct ht_region *g)
+{
+	struct ht_options opt = *r->opt;
+	struct ht_source src = { .fd = -1, .mapped = p->mapped, .reserve_gap = p->reserve_gap };
+	int err;
+
+	g->start = p->span.start;
+	g->end = p->span.end;
+	g->bytes = p->span.end - p->span.start;
+	if (budget_spent(r)) {
+		set_outcome(r, g, HT_STATUS_SKIPPED, HT_E_BUDGET, 0);
+		return;
+	}
+	if (opt.mode == HT_MODE_AUTO)
+		opt.mode = HT_MODE_THP;
+	if (opt.fill != 2) {
+		src.fd = open_clean_source(p);
+		src.file_off = p->file_off;
+	}
+	err = ht_move_span(&opt, p->span, &src, g);
+	if (src.fd >= 0)
+		ht_sys_close(src.fd);
+	if (err < 0)
+		set_outcome(r, g, HT_STATUS_FAILED, g->error, err);
+}
+
+static void do_segment(struct run *r, const struct ht_object *o, int i)
+{
+	struct ht_seg_query q = { .start = o->segs[i].start, .end = o->segs[i].end };
+	struct ht_seg_plan p;
+	struct ht_region *g;
+	double t = ht_now_ms();
+	int err;
+
+	if (i + 1 < o->nseg)
+		q.next = o->segs[i + 1].start;
+	err = ht_plan_segment(r->maps, r->maps_len, &q, HT_HUGE_PAGE_SIZE, &p);
+	g = new_region(r, o->name[0] ? o->name : p.path);
+	if (!g)
+		return;
+	g->start = ht_round_down(q.start, HT_PAGE);
+	g->end = ht_round_up(q.end, HT_PAGE);
+	if (err == -ERANGE)
+		set_outcome(r, g, HT_STATUS_SKIPPED, HT_E_TOO_SMALL, 0);
+	else if (err == -EALREADY)
+		set_outcome(r, g, HT_STATUS_SKIPPED, HT_E_ALREADY, 0);
+	else if (err < 0)
+		set_outcome(r, g, HT_STATUS_FAILED, HT_E_NOT_MAPPED, -ENOENT);
+	else
+		move_planned(r, &p, g);
+	g->ms = ht_now_ms() - t;
+}
+
+static int matches(const regex_t *re, const char *s)
+{
+	return regexec(re, s, 0, NULL, 0) == 0;
+}
+
+/* The path the maps give for the object's first executable segment. */
+static void object_path(const struct run *r, const struct ht_object *o, char *buf, size_t len)
+{
+	struct ht_map m;
+	size_t pos = 0;
+
+	buf[0] = '\0';
+	for (int i = 0; i < o->nseg; i++) {
+		if (!(o->segs[i].flags & PF_X))
+			continue;
+		while (ht_maps_next(r->maps, r->maps_len, &pos, &m)) {
+			if (m.start <= o->segs[i].start && o->segs[i].start < m.end) {
+				size_t n = m.path_len < len - 1 ? m.path_len : len - 1;
+
+				memcpy(buf, m.path, n);
+				buf[n] = '\0';
+				return;
+			}
+		}
+		return;
+	}
+}
+
+static int selected(struct run *r, const struct ht_object *o, const char *path)
+{
+	if (r->has_dso) {
+		if (o->is_main || r->dso_found || !matches(&r->dso, path))
+			return 0;
+		return r->dso_found = 1;
+	}
+	return o->is_main || (r->has_match && matches(&r->match, path)) || ht_object_flagged(o);
+}
+
+static void do_object(struct run *r, const struct ht_object *o)
+{
+	char path[512];
+
+	object_path(r, o, path, sizeof(path));
+	/* The vDSO and other memory without a file have no code to move. */
+	if (path[0] != '/' || !selected(r, o, path))
+		return;
+	if (r->has_ignore && matches(&r->ignore, path)) {
+		struct ht_region *g = new_region(r, path);
+
+		if (g)
+			set_outcome(r, g, HT_STATUS_SKIPPED, HT_E_IGNORED, 0);
+		return;
+	}
+	for (int i = 0; i < o->nseg; i++)
+		if (o->segs[i].flags & PF_X)
+			do_segment(r, o, i);
+}
+
+/* One record for a failure that stops the whole run before any region. */
+static int run_failed(struct run *r, enum ht_error e, int err, const char *object)
+{
+	struct ht_region *g = new_region(r, object);
+
+	if (g)
+		set_outcome(r, g, HT_STATUS_FAILED, e, err);
+	else
+		r->first_err = err;
+	return err;
+}
+
+static int compile(struct run *r, regex_t *re, int *has, const char *pat, int flags)
+{
+	if (!pat)
+		return 0;
+	if (regcomp(re, pat, flags | REG_NOSUB) != 0)
+		return run_failed(r, HT_E_BAD_REGEX, -EINVAL, pat);
+	*has = 1;
+	return 0;
+}
+
+static int compile_all(struct run *r, const char *dso_bre)
+{
+	if (compile(r, &r->match, &r->has_match, r->opt->match, REG_EXTENDED) < 0 ||
+	    compile(r, &r->ignore, &r->has_ignore, r->opt->ignore, REG_EXTENDED) < 0 ||
+	    compile(r, &r->dso, &r->has_dso, dso_bre, 0) < 0)
+		return -EINVAL;
+	return 0;
+}
+
+/* Replaces each moved region's huge_bytes with what smaps shows. */
+static void verify(struct run *r)
+{
+	char *buf;
+	size_t len;
+	int have = 0;
+
+	for (size_t i = 0; i < r->nregs; i++)
+		have |= r->regs[i].status == HT_STATUS_OK;
+	if (!have)
+		return;
+	if (ht_sys_read_file("/proc/self/smaps", &buf, &len) < 0) {
+		for (size_t i = 0; i < r->nregs; i++)
+			if (r->regs[i].status == HT_STATUS_OK)
+				r->regs[i].huge_bytes = 0, r->regs[i].error = HT_E_PROC;
+		return;
+	}
+	for (size_t i = 0; i < r->nregs; i++)
+		if (r->regs[i].status == HT_STATUS_OK)
+			r->regs[i].huge_bytes = ht_smaps_huge_in(buf, len, r->regs[i].start, r->regs[i].end);
+	free(buf);
+}
+
+static void walk_objects(struct run *r)
+{
+	struct ht_object *objs;
+	size_t n;
+	int err = ht_objects_list(&objs, &n);
+
+	if (err < 0) {
+		run_failed(r, HT_E_ALLOC, err, "");
+		return;
+	}
+	for (size_t i = 0; i < n; i++)
+		do_object(r, &objs[i]);
+	free(objs);
+}
+
+static void finish(struct run *r, struct ht_region *out, size_t max, size_t *count)
+{
+	for (size_t i = 0; i < r->nregs; i++) {
+		ht_report_emit(r->opt, &r->regs[i]);
+		if (out && i < max)
+			out[i] = r->regs[i];
+	}
+	if (count)
+		*count = r->nregs;
+	if (r->has_match)
+		regfree(&r->match);
+	if (r->has_ignore)
+		regfree(&r->ignore);
+	if (r->has_dso)
+		regfree(&r->dso);
+	free(r->regs);
+	free(r->maps);
+}
+
+int ht_remap_locked(const struct ht_options *opt, const char *dso_bre,
+		    struct ht_region *regions, size_t max, size_t *count)
+{
+	struct run r = { .opt = opt, .t0 = ht_now_ms() };
+	int err;
+
+	if (count)
+		*count = 0;
+	if (opt->mode == HT_MODE_OFF)
+		return 0;
+	if (compile_all(&r, dso_bre) == 0) {
+		err = ht_sys_read_file("/proc/self/maps", &r.maps, &r.maps_len);
+		if (err < 0)
+			run_failed(&r, HT_E_PROC, err, "");
+		else
+			walk_objects(&r);
+		verify(&r);
+	}
+	err = r.first_err;
+	if (dso_bre && !r.dso_found && !err)
+		err = -ENOENT;
+	finish(&r, regions, max, count);
+	return err;
+}
+
+int ht_remap(const struct ht_options *opt, struct ht_region *regions,
+	     size_t max, size_t *count)
+{
+	struct ht_options def;
+	int err;
+
+	if (!opt) {
+		ht_options_init(&def);
+		opt = &def;
+	}
+	if ((unsigned)opt->mode > HT_MODE_OFF || (max && !regions))
+		return -EINVAL;
+	pthread_mutex_lock(&ht_lock);
+	err = ht_remap_locked(opt, NULL, regions, max, count);
+	pthread_mutex_unlock(&ht_lock);
+	return err;
+}
+
+static int range_locked(const struct ht_options *opt, const void *from, const void *to,
+			struct ht_region *out)
+{
+	struct run r = { .opt = opt, .t0 = ht_now_ms() };
+	struct ht_seg_query q = { (uintptr_t)from, (uintptr_t)to, 0, 1 };
+	struct ht_seg_plan p;
+	struct ht_region *g;
+	int err = ht_sys_read_file("/proc/self/maps", &r.maps, &r.maps_len);
+
+	if (err < 0) {
+		run_failed(&r, HT_E_PROC, err, "");
+	} else {
+		err = ht_plan_segment(r.maps, r.maps_len, &q, HT_HUGE_PAGE_SIZE, &p);
+		g = new_region(&r, p.path);
+		if (g && err == -ERANGE)
+			set_outcome(&r, g, HT_STATUS_SKIPPED, HT_E_TOO_SMALL, 0);
+		else if (g && err < 0)
+			set_outcome(&r, g, HT_STATUS_FAILED, HT_E_BAD_RANGE, -EFAULT);
+		else if (g)
+			move_planned(&r, &p, g);
+		if (g)
+			g->ms = ht_now_ms() - r.t0;
+		verify(&r);
+	}
+	err = r.first_err;
+	if (out && r.nregs)
+		*out = r.regs[0];
+	finish(&r, NULL, 0, NULL);
+	return err;
+}
+
+int ht_remap_range(const struct ht_options *opt, const void *from,
+		   const void *to, struct ht_region *region)
+{
+	struct ht_options def;
+	int err;
+
+	if (!opt) {
+		ht_options_init(&def);
+		opt = &def;
+	}
+	if ((unsigned)opt->mode > HT_MODE_OFF || (uintptr_t)to <= (uintptr_t)from)
+		return -EINVAL;
+	if (opt->mode == HT_MODE_OFF)
+		return 0;
+	pthread_mutex_lock(&ht_lock);
+	err = range_locked(opt, from, to, region);
+	pthread_mutex_unlock(&ht_lock);
+	return err;
+}

@@ -1,0 +1,187 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * hugetext: move a running program's code onto huge pages.
+ *
+ * The library copies each executable segment's 2 MiB-aligned span into
+ * fresh memory backed by huge pages and swaps the copy in with a single
+ * mremap().  The code is never unmapped, so threads that run it during the
+ * swap keep running, and any failure before the swap leaves the program
+ * exactly as it was.
+ *
+ * Conventions: functions that can fail return 0 or a negative errno value.
+ * Linking the library has no side effect: nothing happens until a function
+ * is called.  The library never prints unless asked (ht_options.verbose).
+ */
+#ifndef HUGETEXT_H
+#define HUGETEXT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define HT_VERSION_MAJOR 0
+#define HT_VERSION_MINOR 1
+#define HT_VERSION_PATCH 0
+
+/* Size of the huge pages the library aims for (x86-64 PMD pages). */
+#define HT_HUGE_PAGE_SIZE (2UL * 1024 * 1024)
+
+/* Where the copy of the code comes from. */
+enum ht_mode {
+	HT_MODE_AUTO = 0,     /* explicit pages when the pool has room, else THP */
+	HT_MODE_THP = 1,      /* transparent huge pages (MADV_HUGEPAGE) */
+	HT_MODE_EXPLICIT = 2, /* pages from the hugetlb pool (MAP_HUGETLB) */
+	HT_MODE_OFF = 3,      /* do nothing */
+};
+
+/* What happened to one region. */
+enum ht_status {
+	HT_STATUS_OK = 0,      /* swapped in; see huge_bytes for what the kernel gave */
+	HT_STATUS_SKIPPED = 1, /* left alone on purpose; see error for why */
+	HT_STATUS_FAILED = 2,  /* a step failed; the region is exactly as before */
+};
+
+/*
+ * Why a region was skipped or failed.  Values are stable; ht_error_str()
+ * gives a short English text for each.
+ */
+enum ht_error {
+	HT_E_NONE = 0,
+	HT_E_TOO_SMALL,    /* skipped: the 2 MiB-aligned span is under 2 MiB */
+	HT_E_ALREADY,      /* skipped: the span was already moved by hugetext */
+	HT_E_MODE_OFF,     /* skipped: mode is off */
+	HT_E_BUDGET,       /* skipped: the time budget was spent */
+	HT_E_IGNORED,      /* skipped: the object matches the ignore pattern */
+	HT_E_PROC,         /* failed: /proc/self/maps or smaps could not be read */
+	HT_E_NOT_MAPPED,   /* failed: program headers and /proc/self/maps disagree */
+	HT_E_ALLOC,        /* failed: no memory for the copy (mmap) */
+	HT_E_ADVISE,       /* failed: madvise(MADV_HUGEPAGE) was refused */
+	HT_E_NO_HUGE,      /* failed: the kernel gave no huge page for the copy */
+	HT_E_FILL,         /* failed: the code could not be copied */
+	HT_E_PROTECT,      /* failed: mprotect(PROT_READ|PROT_EXEC) was refused */
+	HT_E_SWAP,         /* failed: mremap() could not swap the copy in */
+	HT_E_POOL,         /* failed: too few free pages in the explicit pool */
+	HT_E_PAGE_SIZE,    /* failed: the default hugetlb page size is not 2 MiB */
+	HT_E_BAD_REGEX,    /* failed: the match or ignore pattern does not compile */
+	HT_E_BAD_RANGE,    /* failed: the range given is not executable code */
+	HT_E_NOT_SUPPORTED,/* failed: the platform or kernel lacks a feature */
+	HT_E__COUNT
+};
+
+/* Settings for a remap.  Initialise with ht_options_init(). */
+struct ht_options {
+	enum ht_mode mode;
+	int verbose;             /* nonzero: one line per region on stderr */
+	const char *report_path; /* NULL, or a file that gets one JSON line per region */
+	const char *match;       /* NULL, or an ERE: shared libraries to remap too */
+	const char *ignore;      /* NULL, or an ERE: objects to leave alone */
+	unsigned budget_ms;      /* 0: no limit; else stop starting regions after it */
+	int share;               /* nonzero: use the shared text cache */
+	int perf_map;            /* nonzero: write /tmp/perf-PID.map entries */
+	int fill;                /* 0: automatic; 1: pread from the file; 2: memcpy */
+};
+
+/* The outcome for one region (one executable segment of one object). */
+struct ht_region {
+	char object[512];     /* path of the object, or "" if unknown */
+	uintptr_t start, end; /* the 2 MiB-aligned span considered (end exclusive) */
+	size_t bytes;         /* end - start: the bytes tried */
+	size_t huge_bytes;    /* bytes of the span on huge pages, read from smaps */
+	enum ht_mode mode;    /* THP or EXPLICIT when swapped; the request otherwise */
+	double ms;            /* time spent on this region, in milliseconds */
+	enum ht_status status;
+	enum ht_error error;  /* HT_E_NONE when status is HT_STATUS_OK */
+	int sys_errno;        /* errno of the failing call, or 0 */
+	const char *fill;     /* "pread", "memcpy" or "" */
+};
+
+/**
+ * ht_options_init - set every option to its default (auto mode, silent).
+ * @opt: options to fill; must not be NULL.
+ */
+void ht_options_init(struct ht_options *opt);
+
+/**
+ * ht_options_from_env - read the HUGETEXT_* environment variables into @opt.
+ * @opt: options, already initialised; fields with no variable stay as they are.
+ *
+ * Uses secure_getenv(), so a set-user-ID program ignores them.  Invalid
+ * values are ignored (an unknown mode means auto).
+ *
+ * Returns: 0, or -EINVAL if @opt is NULL.
+ */
+int ht_options_from_env(struct ht_options *opt);
+
+/**
+ * ht_remap - move the main executable's code (and, with opt->match, the
+ * matching shared libraries') onto huge pages.
+ * @opt: options, or NULL for the defaults.
+ * @regions: array that receives one entry per region considered, or NULL.
+ * @max: number of entries @regions can hold.
+ * @count: receives the number of regions considered (may exceed @max), or NULL.
+ *
+ * Returns: 0 when no region failed; the negative errno of the first failure
+ * otherwise (-EIO when it had none); -EINVAL for bad arguments.  A failed
+ * region is left exactly as it was.
+ */
+int ht_remap(const struct ht_options *opt, struct ht_region *regions,
+	     size_t max, size_t *count);
+
+/**
+ * ht_remap_range - move the code in [@from, @to) onto huge pages.
+ * @opt: options, or NULL for the defaults.
+ * @from: start of the range; it is rounded up to 2 MiB.
+ * @to: end of the range; it is rounded down to 2 MiB.
+ * @region: receives the outcome, or NULL.
+ *
+ * The range must be private executable memory.
+ *
+ * Returns: 0 on success or skip, a negative errno on failure.
+ */
+int ht_remap_range(const struct ht_options *opt, const void *from,
+		   const void *to, struct ht_region *region);
+
+/**
+ * ht_thp_available - tell whether transparent huge pages can back code.
+ *
+ * Returns: 1 when THP is enabled in "always" or "madvise" mode, 0 when it
+ * is "never" or absent, a negative errno when the setting cannot be read.
+ */
+int ht_thp_available(void);
+
+/**
+ * ht_status_str - name of a status: "ok", "skipped" or "failed".
+ *
+ * Returns: a static string; "unknown" for values out of range.
+ */
+const char *ht_status_str(enum ht_status status);
+
+/**
+ * ht_mode_str - name of a mode: "auto", "thp", "explicit" or "off".
+ *
+ * Returns: a static string; "unknown" for values out of range.
+ */
+const char *ht_mode_str(enum ht_mode mode);
+
+/**
+ * ht_error_str - short description of an error value.
+ *
+ * Returns: a static string; "unknown error" for values out of range.
+ */
+const char *ht_error_str(enum ht_error error);
+
+/**
+ * ht_version - the library's version as "MAJOR.MINOR.PATCH".
+ *
+ * Returns: a static string.
+ */
+const char *ht_version(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* HUGETEXT_H */

@@ -1,0 +1,69 @@
+/* SPDX-License-Identifier: MIT */
+/* Declarations shared inside the library; nothing here is exported. */
+#ifndef HT_INTERNAL_H
+#define HT_INTERNAL_H
+
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "hugetext.h"
+#include "maps.h"
+#include "plan.h"
+
+#define HT_PAGE 4096UL
+
+/* --- options.c: settings, parsed from strings so tests need no env --- */
+
+/* Parses a mode name; unknown or empty text gives -EINVAL and auto. */
+int ht_parse_mode(const char *s, enum ht_mode *mode);
+/* Parses a decimal number in [0, max]; anything else gives -EINVAL. */
+int ht_parse_uint(const char *s, unsigned max, unsigned *out);
+/* "1", "yes", "on", "true" -> 1; "0", "no", "off", "false", "" -> 0; else -EINVAL. */
+int ht_parse_bool(const char *s, int *out);
+/*
+ * Reads the environment into @opt with @get (secure_getenv in the library).
+ * Writes a note on each ignored value into @notes (may be NULL).
+ */
+void ht_options_env(struct ht_options *opt, char *(*get)(const char *),
+		    char *notes, size_t notes_len);
+
+/* --- report.c: the JSON and human lines, formatted into buffers --- */
+
+/* Returns: the length written (without NUL), or -ENOSPC. */
+int ht_format_json(const struct ht_region *r, long pid, char *buf, size_t len);
+int ht_format_human(const struct ht_region *r, char *buf, size_t len);
+/* Sends @r to the report file and stderr as @opt asks; errors are dropped. */
+void ht_report_emit(const struct ht_options *opt, const struct ht_region *r);
+/* Writes a free-form note to stderr when verbose. */
+void ht_report_note(const struct ht_options *opt, const char *msg);
+
+/* --- remap.c: the move of one span --- */
+
+/* Where the bytes of a span come from and what sits at its end. */
+struct ht_source {
+	int fd;            /* the object's file when its pages are clean, else -1 */
+	uint64_t file_off; /* file offset of the span's first byte */
+	size_t mapped;     /* bytes from span.start that are mapped code */
+	int reserve_gap;   /* the rest of the span is free address space */
+};
+
+/*
+ * Copies the span onto huge pages and swaps the copy in.  Fills @r's
+ * sizes, mode, status, error, fill and huge_bytes (not object or ms).
+ * On failure the original mapping is untouched.
+ */
+int ht_move_span(const struct ht_options *opt, struct ht_span span,
+		 const struct ht_source *src, struct ht_region *r);
+
+/* Milliseconds on the monotonic clock. */
+double ht_now_ms(void);
+
+/* --- api.c --- */
+#include <pthread.h>
+/* Held while the maps we read must stay true: one remap at a time. */
+extern pthread_mutex_t ht_lock;
+/* ht_remap with the lock held; @dso_bre selects one library, iodlr-style. */
+int ht_remap_locked(const struct ht_options *opt, const char *dso_bre,
+		    struct ht_region *regions, size_t max, size_t *count);
+
+#endif

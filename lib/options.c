@@ -1,0 +1,152 @@
+/* SPDX-License-Identifier: MIT */
+/* Settings: defaults, parsing and the environment. */
+#include "internal.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+/* Longest budget accepted: one hour. */
+#define HT_BUDGET_MAX 3600000u
+
+void ht_options_init(struct ht_options *opt)
+{
+	if (!opt)
+		return;
+	memset(opt, 0, sizeof(*opt));
+	opt->mode = HT_MODE_AUTO;
+}
+
+int ht_parse_mode(const char *s, enum ht_mode *mode)
+{
+	static const struct { const char *name; enum ht_mode mode; } names[] = {
+		{ "auto", HT_MODE_AUTO }, { "thp", HT_MODE_THP },
+		{ "explicit", HT_MODE_EXPLICIT }, { "off", HT_MODE_OFF },
+	};
+
+	*mode = HT_MODE_AUTO;
+	if (!s)
+		return -EINVAL;
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		if (strcasecmp(s, names[i].name) == 0) {
+			*mode = names[i].mode;
+			return 0;
+		}
+	}
+	return -EINVAL;
+}
+
+int ht_parse_uint(const char *s, unsigned max, unsigned *out)
+{
+	unsigned long v = 0;
+
+	if (!s || !*s)
+		return -EINVAL;
+	for (const char *p = s; *p; p++) {
+		if (*p < '0' || *p > '9')
+			return -EINVAL;
+		v = v * 10 + (unsigned long)(*p - '0');
+		if (v > max)
+			return -EINVAL;
+	}
+	*out = (unsigned)v;
+	return 0;
+}
+
+int ht_parse_bool(const char *s, int *out)
+{
+	static const char *const yes[] = { "1", "yes", "on", "true" };
+	static const char *const no[] = { "0", "no", "off", "false", "" };
+
+	if (!s)
+		return -EINVAL;
+	for (size_t i = 0; i < sizeof(yes) / sizeof(yes[0]); i++)
+		if (strcasecmp(s, yes[i]) == 0)
+			return *out = 1, 0;
+	for (size_t i = 0; i < sizeof(no) / sizeof(no[0]); i++)
+		if (strcasecmp(s, no[i]) == 0)
+			return *out = 0, 0;
+	return -EINVAL;
+}
+
+static void note(char *notes, size_t len, const char *var, const char *val)
+{
+	size_t used;
+
+	if (!notes || len == 0)
+		return;
+	used = strnlen(notes, len);
+	if (used + 1 >= len)
+		return;
+	/* Cut long values: the note is for a human, not a log of the input. */
+	snprintf(notes + used, len - used, "%signored %s=\"%.40s%s\"",
+		 used ? "; " : "", var, val, strlen(val) > 40 ? "..." : "");
+}
+
+static void env_bool(char *(*get)(const char *), const char *var, int *field,
+		     char *notes, size_t len)
+{
+	const char *v = get(var);
+
+	if (v && ht_parse_bool(v, field) < 0)
+		note(notes, len, var, v);
+}
+
+/* An empty pattern means "not set", so HUGETEXT_MATCH= switches it off. */
+static const char *env_pattern(char *(*get)(const char *), const char *var, const char *cur)
+{
+	const char *v = get(var);
+
+	if (!v)
+		return cur;
+	return *v ? v : NULL;
+}
+
+void ht_options_env(struct ht_options *opt, char *(*get)(const char *),
+		    char *notes, size_t len)
+{
+	const char *v;
+	int iodlr_explicit = 0;
+
+	if (notes && len)
+		notes[0] = '\0';
+	v = get("HUGETEXT_MODE");
+	if (v && ht_parse_mode(v, &opt->mode) < 0)
+		note(notes, len, "HUGETEXT_MODE", v);
+	/* iodlr's switch, honoured when our own mode is not set. */
+	v = get("IODLR_USE_EXPLICIT_HP");
+	if (v && ht_parse_bool(v, &iodlr_explicit) == 0 && iodlr_explicit && !get("HUGETEXT_MODE"))
+		opt->mode = HT_MODE_EXPLICIT;
+	env_bool(get, "HUGETEXT_VERBOSE", &opt->verbose, notes, len);
+	env_bool(get, "HUGETEXT_SHARE", &opt->share, notes, len);
+	env_bool(get, "HUGETEXT_PERF_MAP", &opt->perf_map, notes, len);
+	v = get("HUGETEXT_REPORT");
+	if (v)
+		opt->report_path = *v ? v : NULL;
+	opt->match = env_pattern(get, "HUGETEXT_MATCH", opt->match);
+	opt->ignore = env_pattern(get, "HUGETEXT_IGNORE", opt->ignore);
+	v = get("HUGETEXT_BUDGET_MS");
+	if (v && ht_parse_uint(v, HT_BUDGET_MAX, &opt->budget_ms) < 0)
+		note(notes, len, "HUGETEXT_BUDGET_MS", v);
+	v = get("HUGETEXT_FILL");
+	if (v) {
+		if (strcmp(v, "pread") == 0)
+			opt->fill = 1;
+		else if (strcmp(v, "memcpy") == 0)
+			opt->fill = 2;
+		else if (strcmp(v, "auto") == 0)
+			opt->fill = 0;
+		else
+			note(notes, len, "HUGETEXT_FILL", v);
+	}
+}
+
+int ht_options_from_env(struct ht_options *opt)
+{
+	if (!opt)
+		return -EINVAL;
+	ht_options_env(opt, secure_getenv, NULL, 0);
+	return 0;
+}

@@ -1,0 +1,41 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * From an executable segment (as the program headers describe it) to a
+ * span and a source, checked against /proc/self/maps.  Pure: works on a
+ * maps buffer, so tests feed it sample text.
+ */
+#ifndef HT_REGION_H
+#define HT_REGION_H
+
+#include "internal.h"
+
+struct ht_seg_query {
+	uintptr_t start, end; /* the segment in memory */
+	uintptr_t next;       /* start of the object's next segment, or 0 */
+	int any_object;       /* accept anonymous or mixed memory (range API) */
+};
+
+/* What the maps say about a segment. */
+struct ht_seg_plan {
+	struct ht_span span;
+	size_t mapped;        /* bytes of the span that are mapped code */
+	int reserve_gap;      /* the rest of the span is free address space */
+	int file_backed;      /* the mapped part is one file mapping, offsets in order */
+	uint64_t file_off;    /* file offset of span.start when file_backed */
+	unsigned dev_major, dev_minor;
+	uint64_t inode;
+	char path[512];       /* the mapping's path, "" when anonymous */
+	int anonymous;        /* the segment's first page is anonymous memory */
+};
+
+/*
+ * Plans @q against the maps text.
+ * Returns: 0; -ERANGE when the span is under one huge page (plan->path
+ * still set); -EALREADY when part of it is already anonymous code on
+ * huge pages (moved before); -ENOENT when the maps do not show the
+ * segment as private readable executable memory of one object.
+ */
+int ht_plan_segment(const char *maps, size_t len, const struct ht_seg_query *q,
+		    size_t huge, struct ht_seg_plan *plan);
+
+#endif

@@ -1,0 +1,135 @@
+/* SPDX-License-Identifier: MIT */
+/* The report: one JSON object per region, and the human line for verbose. */
+#include "internal.h"
+#include "sys.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+struct out {
+	char *buf;
+	size_t len, used;
+	int full;
+};
+
+static void put(struct out *o, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	if (o->full)
+		return;
+	va_start(ap, fmt);
+	n = vsnprintf(o->buf + o->used, o->len - o->used, fmt, ap);
+	va_end(ap);
+	if (n < 0 || (size_t)n >= o->len - o->used)
+		o->full = 1;
+	else
+		o->used += (size_t)n;
+}
+
+/* JSON string body: quotes, backslashes and control bytes escaped. */
+static void put_json_string(struct out *o, const char *s)
+{
+	put(o, "\"");
+	for (; *s; s++) {
+		unsigned char c = (unsigned char)*s;
+
+		if (c == '"' || c == '\\')
+			put(o, "\\%c", c);
+		else if (c < 0x20 || c == 0x7f)
+			put(o, "\\u%04x", c);
+		else
+			put(o, "%c", c);
+	}
+	put(o, "\"");
+}
+
+int ht_format_json(const struct ht_region *r, long pid, char *buf, size_t len)
+{
+	struct out o = { buf, len, 0, 0 };
+
+	if (len == 0)
+		return -ENOSPC;
+	put(&o, "{\"pid\":%ld,\"object\":", pid);
+	put_json_string(&o, r->object);
+	put(&o, ",\"start\":%lu,\"end\":%lu,\"bytes\":%zu,\"huge_bytes\":%zu",
+	    (unsigned long)r->start, (unsigned long)r->end, r->bytes, r->huge_bytes);
+	put(&o, ",\"mode\":\"%s\",\"ms\":%.3f,\"status\":\"%s\"",
+	    ht_mode_str(r->mode), r->ms, ht_status_str(r->status));
+	if (r->fill && *r->fill)
+		put(&o, ",\"fill\":\"%s\"", r->fill);
+	if (r->status != HT_STATUS_OK || r->error != HT_E_NONE) {
+		put(&o, ",\"error\":");
+		put_json_string(&o, ht_error_str(r->error));
+		if (r->sys_errno)
+			put(&o, ",\"errno\":%d,\"strerror\":\"%s\"", r->sys_errno, strerror(r->sys_errno));
+	}
+	put(&o, "}\n");
+	return o.full ? -ENOSPC : (int)o.used;
+}
+
+int ht_format_human(const struct ht_region *r, char *buf, size_t len)
+{
+	struct out o = { buf, len, 0, 0 };
+	const double mib = 1024.0 * 1024.0;
+
+	if (len == 0)
+		return -ENOSPC;
+	put(&o, "hugetext: %s [%#lx-%#lx) %.1f MiB: %s", r->object[0] ? r->object : "?",
+	    (unsigned long)r->start, (unsigned long)r->end, (double)r->bytes / mib,
+	    ht_status_str(r->status));
+	if (r->status == HT_STATUS_OK)
+		put(&o, ", %.1f MiB on huge pages (%s%s%s)", (double)r->huge_bytes / mib,
+		    ht_mode_str(r->mode), r->fill && *r->fill ? ", " : "", r->fill ? r->fill : "");
+	if (r->error != HT_E_NONE)
+		put(&o, ", %s", ht_error_str(r->error));
+	if (r->sys_errno)
+		put(&o, " (%s)", strerror(r->sys_errno));
+	put(&o, " in %.2f ms\n", r->ms);
+	return o.full ? -ENOSPC : (int)o.used;
+}
+
+/* One write per line, so concurrent processes never interleave lines. */
+static void append_line(const char *path, const char *line, size_t len)
+{
+	int fd = ht_sys_open(path, O_WRONLY | O_APPEND | O_CREAT | O_NOCTTY, 0644);
+
+	if (fd < 0)
+		return;
+	ht_sys_write_full(fd, line, len);
+	ht_sys_close(fd);
+}
+
+void ht_report_emit(const struct ht_options *opt, const struct ht_region *r)
+{
+	char line[1024];
+	int n;
+
+	if (opt->report_path) {
+		n = ht_format_json(r, (long)getpid(), line, sizeof(line));
+		if (n > 0)
+			append_line(opt->report_path, line, (size_t)n);
+	}
+	if (opt->verbose) {
+		n = ht_format_human(r, line, sizeof(line));
+		if (n > 0)
+			ht_sys_write_full(STDERR_FILENO, line, (size_t)n);
+	}
+}
+
+void ht_report_note(const struct ht_options *opt, const char *msg)
+{
+	char line[1024];
+	int n;
+
+	if (!opt->verbose)
+		return;
+	n = snprintf(line, sizeof(line), "hugetext: %s\n", msg);
+	if (n > 0)
+		ht_sys_write_full(STDERR_FILENO, line, (size_t)n < sizeof(line) ? (size_t)n : sizeof(line) - 1);
+}

@@ -1,0 +1,70 @@
+/* SPDX-License-Identifier: MIT */
+/* Names and texts of the API's values, and the THP probe. */
+#include "internal.h"
+#include "sys.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char *ht_status_str(enum ht_status status)
+{
+	static const char *const names[] = { "ok", "skipped", "failed" };
+
+	return (unsigned)status < 3 ? names[status] : "unknown";
+}
+
+const char *ht_mode_str(enum ht_mode mode)
+{
+	static const char *const names[] = { "auto", "thp", "explicit", "off" };
+
+	return (unsigned)mode < 4 ? names[mode] : "unknown";
+}
+
+const char *ht_error_str(enum ht_error error)
+{
+	static const char *const text[HT_E__COUNT] = {
+		[HT_E_NONE] = "no error",
+		[HT_E_TOO_SMALL] = "less than one aligned 2 MiB page of code",
+		[HT_E_ALREADY] = "already on huge pages",
+		[HT_E_MODE_OFF] = "mode is off",
+		[HT_E_BUDGET] = "time budget spent",
+		[HT_E_IGNORED] = "matches the ignore pattern",
+		[HT_E_PROC] = "cannot read /proc/self/maps or smaps",
+		[HT_E_NOT_MAPPED] = "program headers and /proc/self/maps disagree",
+		[HT_E_ALLOC] = "cannot allocate memory for the copy",
+		[HT_E_ADVISE] = "madvise(MADV_HUGEPAGE) refused",
+		[HT_E_NO_HUGE] = "the kernel gave no huge pages",
+		[HT_E_FILL] = "cannot copy the code",
+		[HT_E_PROTECT] = "mprotect(PROT_READ|PROT_EXEC) refused",
+		[HT_E_SWAP] = "mremap refused the swap",
+		[HT_E_POOL] = "too few free pages in the explicit pool",
+		[HT_E_PAGE_SIZE] = "default huge page size is not 2 MiB",
+		[HT_E_BAD_REGEX] = "invalid regular expression",
+		[HT_E_BAD_RANGE] = "range is not private executable memory",
+		[HT_E_NOT_SUPPORTED] = "not supported here",
+	};
+
+	return (unsigned)error < HT_E__COUNT && text[error] ? text[error] : "unknown error";
+}
+
+const char *ht_version(void)
+{
+	return HT_VERSION_STRING;
+}
+
+int ht_thp_available(void)
+{
+	char *buf;
+	size_t len;
+	int err = ht_sys_read_file("/sys/kernel/mm/transparent_hugepage/enabled", &buf, &len);
+	int on;
+
+	if (err == -ENOENT)
+		return 0;
+	if (err < 0)
+		return err;
+	on = strstr(buf, "[always]") || strstr(buf, "[madvise]");
+	free(buf);
+	return on;
+}

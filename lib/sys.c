@@ -1,0 +1,228 @@
+/* SPDX-License-Identifier: MIT */
+/* All system calls of the library, behind one replaceable table (see sys.h). */
+#include "sys.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#ifndef MAP_FIXED_NOREPLACE
+#define MAP_FIXED_NOREPLACE 0x100000
+#endif
+
+static void *real_mremap(void *old, size_t old_len, size_t new_len, int flags, void *new_addr)
+{
+	return mremap(old, old_len, new_len, flags, new_addr);
+}
+
+static int real_open(const char *path, int flags, mode_t mode)
+{
+	return open(path, flags, mode);
+}
+
+static const struct ht_sys real_sys = {
+	.mmap = mmap,
+	.munmap = munmap,
+	.mremap = real_mremap,
+	.madvise = madvise,
+	.mprotect = mprotect,
+	.open = real_open,
+	.read = read,
+	.pread = pread,
+	.write = write,
+	.close = close,
+	.fstat = fstat,
+};
+
+struct ht_sys ht_sys = real_sys;
+
+void ht_sys_reset(void)
+{
+	ht_sys = real_sys;
+}
+
+static int neg_errno(void)
+{
+	return errno > 0 ? -errno : -EIO;
+}
+
+int ht_sys_unmap(void *addr, size_t len)
+{
+	return ht_sys.munmap(addr, len) == 0 ? 0 : neg_errno();
+}
+
+/*
+ * Anonymous read-write memory aligned to @align.  For THP we over-allocate
+ * and trim, because the kernel only hands out huge pages for 2 MiB-aligned
+ * ranges; hugetlb mappings come aligned from the kernel.
+ */
+int ht_sys_map_anon(size_t len, size_t align, int hugetlb, void **out)
+{
+	int flags = MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE;
+	size_t total = hugetlb ? len : len + align;
+	char *p;
+
+	if (hugetlb)
+		flags = (flags & ~MAP_NORESERVE) | MAP_HUGETLB;
+	p = ht_sys.mmap(NULL, total, PROT_READ | PROT_WRITE, flags, -1, 0);
+	if (p == MAP_FAILED)
+		return neg_errno();
+	if (!hugetlb) {
+		uintptr_t a = ((uintptr_t)p + align - 1) & ~(uintptr_t)(align - 1);
+		size_t head = a - (uintptr_t)p, tail = total - head - len;
+
+		/* Trimming cannot fail for valid ranges; ignore its result. */
+		if (head)
+			ht_sys.munmap(p, head);
+		if (tail)
+			ht_sys.munmap((char *)a + len, tail);
+		p = (char *)a;
+	}
+	*out = p;
+	return 0;
+}
+
+int ht_sys_advise(void *addr, size_t len, int advice)
+{
+	return ht_sys.madvise(addr, len, advice) == 0 ? 0 : neg_errno();
+}
+
+int ht_sys_protect(void *addr, size_t len, int prot)
+{
+	return ht_sys.mprotect(addr, len, prot) == 0 ? 0 : neg_errno();
+}
+
+/*
+ * Moves @copy onto @target in one step: the kernel replaces the old
+ * mapping under the mmap lock, so no thread ever sees a hole.
+ */
+int ht_sys_swap(void *copy, size_t len, void *target)
+{
+	void *p = ht_sys.mremap(copy, len, len, MREMAP_MAYMOVE | MREMAP_FIXED, target);
+
+	if (p == MAP_FAILED)
+		return neg_errno();
+	return p == target ? 0 : -EFAULT;
+}
+
+/* Claims free address space at @addr, failing if anything is mapped there. */
+int ht_sys_reserve_fixed(void *addr, size_t len)
+{
+	void *p = ht_sys.mmap(addr, len, PROT_NONE,
+			      MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE, -1, 0);
+
+	if (p == MAP_FAILED)
+		return neg_errno();
+	if (p != addr) {
+		/* An old kernel took the flag as a hint. */
+		ht_sys.munmap(p, len);
+		return -EEXIST;
+	}
+	return 0;
+}
+
+int ht_sys_open(const char *path, int flags, mode_t mode)
+{
+	int fd = ht_sys.open(path, flags | O_CLOEXEC, mode);
+
+	return fd >= 0 ? fd : neg_errno();
+}
+
+/* Reads up to @len bytes; a short count means end of file. */
+ssize_t ht_sys_pread_full(int fd, void *buf, size_t len, off_t off)
+{
+	size_t done = 0;
+
+	while (done < len) {
+		ssize_t n = ht_sys.pread(fd, (char *)buf + done, len - done, off + (off_t)done);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return neg_errno();
+		if (n == 0)
+			break;
+		done += (size_t)n;
+	}
+	return (ssize_t)done;
+}
+
+int ht_sys_write_full(int fd, const void *buf, size_t len)
+{
+	size_t done = 0;
+
+	while (done < len) {
+		ssize_t n = ht_sys.write(fd, (const char *)buf + done, len - done);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return n < 0 ? neg_errno() : -EIO;
+		done += (size_t)n;
+	}
+	return 0;
+}
+
+int ht_sys_close(int fd)
+{
+	return ht_sys.close(fd) == 0 ? 0 : neg_errno();
+}
+
+int ht_sys_fstat(int fd, struct stat *st)
+{
+	return ht_sys.fstat(fd, st) == 0 ? 0 : neg_errno();
+}
+
+static int read_all(int fd, char **buf, size_t *len)
+{
+	size_t cap = 16384, used = 0;
+	char *p = malloc(cap);
+
+	if (!p)
+		return -ENOMEM;
+	for (;;) {
+		ssize_t n;
+
+		if (cap - used < 4096) {
+			char *q = cap < SIZE_MAX / 4 ? realloc(p, cap * 2) : NULL;
+
+			if (!q) {
+				free(p);
+				return -ENOMEM;
+			}
+			p = q;
+			cap *= 2;
+		}
+		n = ht_sys.read(fd, p + used, cap - used - 1);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			int err = neg_errno();
+
+			free(p);
+			return err;
+		}
+		if (n == 0)
+			break;
+		used += (size_t)n;
+	}
+	p[used] = '\0';
+	*buf = p;
+	*len = used;
+	return 0;
+}
+
+int ht_sys_read_file(const char *path, char **buf, size_t *len)
+{
+	int fd = ht_sys_open(path, O_RDONLY, 0);
+	int err;
+
+	if (fd < 0)
+		return fd;
+	err = read_all(fd, buf, len);
+	ht_sys.close(fd);
+	return err;
+}

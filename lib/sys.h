@@ -1,0 +1,56 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The one place that talks to the kernel.  Every system call the library
+ * makes goes through the table below, so tests can make any of them fail
+ * (ht_sys_set) and nothing else in lib/ calls mmap, mremap, madvise or
+ * mprotect directly.
+ *
+ * Contract: each wrapper returns 0 (or a count, or a pointer through an
+ * out-parameter) on success and a negative errno on failure.  Addresses and
+ * lengths handed to the mapping calls are page aligned; callers check.
+ */
+#ifndef HT_SYS_H
+#define HT_SYS_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+
+struct ht_sys {
+	void *(*mmap)(void *addr, size_t len, int prot, int flags, int fd, off_t off);
+	int (*munmap)(void *addr, size_t len);
+	void *(*mremap)(void *old, size_t old_len, size_t new_len, int flags, void *new_addr);
+	int (*madvise)(void *addr, size_t len, int advice);
+	int (*mprotect)(void *addr, size_t len, int prot);
+	int (*open)(const char *path, int flags, mode_t mode);
+	ssize_t (*read)(int fd, void *buf, size_t len);
+	ssize_t (*pread)(int fd, void *buf, size_t len, off_t off);
+	ssize_t (*write)(int fd, const void *buf, size_t len);
+	int (*close)(int fd);
+	int (*fstat)(int fd, struct stat *st);
+};
+
+/* The table in use.  Tests replace entries to inject failures. */
+extern struct ht_sys ht_sys;
+
+/* Restore the real system calls. */
+void ht_sys_reset(void);
+
+/* Wrappers: negative errno on failure. */
+int ht_sys_map_anon(size_t len, size_t align, int hugetlb, void **out);
+int ht_sys_unmap(void *addr, size_t len);
+int ht_sys_advise(void *addr, size_t len, int advice);
+int ht_sys_protect(void *addr, size_t len, int prot);
+int ht_sys_swap(void *copy, size_t len, void *target);
+int ht_sys_reserve_fixed(void *addr, size_t len);
+int ht_sys_open(const char *path, int flags, mode_t mode);
+ssize_t ht_sys_pread_full(int fd, void *buf, size_t len, off_t off);
+int ht_sys_write_full(int fd, const void *buf, size_t len);
+int ht_sys_close(int fd);
+int ht_sys_fstat(int fd, struct stat *st);
+
+/* Read a whole (proc) file into a malloc'ed, NUL-terminated buffer. */
+int ht_sys_read_file(const char *path, char **buf, size_t *len);
+
+#endif
