@@ -13,7 +13,8 @@ static int same_file(const struct ht_map *a, const struct ht_map *b)
 
 static int is_code(const struct ht_map *m)
 {
-	return m->perms[0] == 'r' && m->perms[2] == 'x' && m->perms[3] == 'p';
+	/* Writable code (a JIT's) would lose its write permission in the copy. */
+	return m->perms[0] == 'r' && m->perms[1] == '-' && m->perms[2] == 'x' && m->perms[3] == 'p';
 }
 
 /*

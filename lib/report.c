@@ -73,6 +73,13 @@ int ht_format_json(const struct ht_region *r, long pid, char *buf, size_t len)
 	return o.full ? -ENOSPC : (int)o.used;
 }
 
+/* A path for a terminal: control bytes become '?', so a line stays one line. */
+static void put_plain(struct out *o, const char *s)
+{
+	for (; *s; s++)
+		put(o, "%c", (unsigned char)*s < 0x20 || *s == 0x7f ? '?' : *s);
+}
+
 int ht_format_human(const struct ht_region *r, char *buf, size_t len)
 {
 	struct out o = { buf, len, 0, 0 };
@@ -80,8 +87,9 @@ int ht_format_human(const struct ht_region *r, char *buf, size_t len)
 
 	if (len == 0)
 		return -ENOSPC;
-	put(&o, "hugetext: %s [%#lx-%#lx) %.1f MiB: %s", r->object[0] ? r->object : "?",
-	    (unsigned long)r->start, (unsigned long)r->end, (double)r->bytes / mib,
+	put(&o, "hugetext: ");
+	put_plain(&o, r->object[0] ? r->object : "?");
+	put(&o, " [%#lx-%#lx) %.1f MiB: %s", (unsigned long)r->start, (unsigned long)r->end, (double)r->bytes / mib,
 	    ht_status_str(r->status));
 	if (r->status == HT_STATUS_OK)
 		put(&o, ", %.1f MiB on huge pages (%s%s%s)", (double)r->huge_bytes / mib,

@@ -1,0 +1,55 @@
+/*
+ * A program with tens of MiB of code, for the preload tests.  It prints a
+ * checksum that needs every function, the number of its open descriptors,
+ * and (with "smaps") the bytes of its own text on huge pages, counted here
+ * independently of the library.
+ */
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bigtext.h"
+
+static int count_fds(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	struct dirent *e;
+	int n = 0;
+
+	if (!d)
+		return -1;
+	while ((e = readdir(d)))
+		n += e->d_name[0] != '.';
+	closedir(d);
+	return n - 1; /* the directory's own descriptor */
+}
+
+/* Sums AnonHugePages of the mappings that overlap the generated code. */
+static unsigned long huge_kb(void)
+{
+	FILE *f = fopen("/proc/self/smaps", "r");
+	char line[512];
+	unsigned long lo, hi, kb, total = 0;
+	int in = 0;
+
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "%lx-%lx ", &lo, &hi) == 2)
+			in = hi > (unsigned long)bigtext_start && lo < (unsigned long)bigtext_end;
+		else if (in && sscanf(line, "AnonHugePages: %lu kB", &kb) == 1)
+			total += kb;
+	}
+	fclose(f);
+	return total;
+}
+
+int main(int argc, char **argv)
+{
+	printf("sum %lu\n", bigtext_sum(7));
+	printf("fds %d\n", count_fds());
+	if (argc > 1 && strcmp(argv[1], "smaps") == 0)
+		printf("huge_kb %lu\n", huge_kb());
+	return 0;
+}

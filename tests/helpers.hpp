@@ -1,0 +1,36 @@
+// Small helpers for the tests: run a command, read files, read report lines.
+#ifndef HT_TEST_HELPERS_HPP
+#define HT_TEST_HELPERS_HPP
+
+#include <map>
+#include <string>
+#include <vector>
+
+struct run_result {
+	int status = -1;   // exit status, or 128 + signal
+	std::string out, err;
+};
+
+// Runs argv with the extra environment entries ("NAME=value"); a value of
+// "NAME" alone removes the variable.  Standard input is /dev/null.
+run_result run_cmd(const std::vector<std::string> &argv,
+		   const std::vector<std::string> &env = {});
+
+// Path of a build product, from the HT_BUILD_ROOT variable meson sets.
+std::string build_path(const std::string &rel);
+std::string source_path(const std::string &rel);
+
+std::string read_file(const std::string &path);
+bool file_exists(const std::string &path);
+std::string temp_path(const std::string &name);
+
+// One JSON report line as flat key -> raw value text (strings unquoted).
+using report_line = std::map<std::string, std::string>;
+std::vector<report_line> read_report(const std::string &path);
+// The report lines with status ok.
+std::vector<report_line> ok_lines(const std::vector<report_line> &lines);
+
+bool thp_enabled();
+bool have_program(const std::string &name);
+
+#endif

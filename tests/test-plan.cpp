@@ -1,0 +1,203 @@
+// Description: the span planner and the check of segments against maps text.
+#include <catch2/catch.hpp>
+
+#include <cerrno>
+#include <string>
+
+extern "C" {
+#include "region.h"
+}
+
+static const size_t M2 = 2u << 20;
+
+TEST_CASE("planner takes the aligned inner span of an unaligned segment", "[plan]")
+{
+	struct ht_span s;
+
+	REQUIRE(ht_plan_span(0x401000, 0x2a31234, 0x2a32000, M2, &s) == 0);
+	CHECK(s.start == 0x600000);
+	CHECK(s.end == 0x2a00000);
+}
+
+TEST_CASE("planner skips a segment smaller than 2 MiB", "[plan]")
+{
+	struct ht_span s;
+
+	CHECK(ht_plan_span(0x401000, 0x5ff000, 0x5ff000, M2, &s) == -ERANGE);
+	// 3 MiB long, but no whole aligned 2 MiB page inside it.
+	CHECK(ht_plan_span(0x500000, 0x7ff000, 0x7ff000, M2, &s) == -ERANGE);
+}
+
+TEST_CASE("planner keeps an already aligned segment whole", "[plan]")
+{
+	struct ht_span s;
+
+	REQUIRE(ht_plan_span(0x600000, 0xa00000, 0xa00000, M2, &s) == 0);
+	CHECK(s.start == 0x600000);
+	CHECK(s.end == 0xa00000);
+}
+
+TEST_CASE("planner handles a segment ending exactly on a boundary", "[plan]")
+{
+	struct ht_span s;
+
+	REQUIRE(ht_plan_span(0x401000, 0xa00000, 0xa00000, M2, &s) == 0);
+	CHECK(s.start == 0x600000);
+	CHECK(s.end == 0xa00000);
+}
+
+TEST_CASE("planner covers the tail only when the space after it is ours", "[plan]")
+{
+	struct ht_span s;
+
+	// Free up to the next boundary: the last partial page is covered too.
+	REQUIRE(ht_plan_span(0x600000, 0x912345, 0xa00000, M2, &s) == 0);
+	CHECK(s.end == 0xa00000);
+	// Something mapped before the boundary: the tail stays on small pages.
+	REQUIRE(ht_plan_span(0x600000, 0x912345, 0x913000, M2, &s) == 0);
+	CHECK(s.end == 0x800000);
+}
+
+TEST_CASE("planner rejects inconsistent input", "[plan]")
+{
+	struct ht_span s;
+
+	CHECK(ht_plan_span(0x800000, 0x600000, 0x800000, M2, &s) == -EINVAL);
+	CHECK(ht_plan_span(0x600000, 0x800000, 0x700000, M2, &s) == -EINVAL);
+	CHECK(ht_plan_span(0x600000, 0x800000, 0x800000, 3 << 20, &s) == -EINVAL);
+	CHECK(ht_plan_span(0x600000, 0x800000, 0x800000, M2, nullptr) == -EINVAL);
+	CHECK(ht_plan_span(UINTPTR_MAX - 0x1000, UINTPTR_MAX, UINTPTR_MAX, M2, &s) == -ERANGE);
+}
+
+// A program with two executable segments, a PROT_NONE hole after the
+// second (as ld.so leaves between segments) and data after that.
+static const std::string two_segments =
+	"00400000-00401000 r--p 00000000 08:02 10 /bin/two\n"
+	"00401000-00c00000 r-xp 00001000 08:02 10 /bin/two\n"
+	"00c00000-00e00000 r--p 00c00000 08:02 10 /bin/two\n"
+	"01000000-01c80000 r-xp 01000000 08:02 10 /bin/two\n"
+	"01c80000-02000000 ---p 01c80000 08:02 10 /bin/two\n"
+	"02000000-02100000 rw-p 02000000 08:02 10 /bin/two\n";
+
+static int plan(const std::string &maps, uintptr_t s, uintptr_t e, uintptr_t next,
+		struct ht_seg_plan *p)
+{
+	struct ht_seg_query q = { s, e, next, 0 };
+	return ht_plan_segment(maps.data(), maps.size(), &q, M2, p);
+}
+
+TEST_CASE("segments are planned one by one, each from its own mapping", "[region]")
+{
+	struct ht_seg_plan p;
+
+	// The last page of the segment ends on a boundary: the span reaches it.
+	REQUIRE(plan(two_segments, 0x401000, 0xbff123, 0xc00000, &p) == 0);
+	CHECK(p.span.start == 0x600000);
+	CHECK(p.span.end == 0xc00000);
+	CHECK(p.file_backed);
+	CHECK(p.file_off == 0x1000 + (0x600000 - 0x401000));
+	CHECK(p.mapped == 0x600000);
+	REQUIRE(plan(two_segments, 0x401000, 0xa12345, 0xc00000, &p) == 0);
+	CHECK(p.span.end == 0xa00000);
+	CHECK(std::string(p.path) == "/bin/two");
+
+	// The second segment may grow over the loader's PROT_NONE hole.
+	REQUIRE(plan(two_segments, 0x1000000, 0x1c7f800, 0x2000000, &p) == 0);
+	CHECK(p.span.start == 0x1000000);
+	CHECK(p.span.end == 0x1e00000);
+	CHECK(p.mapped == 0xc80000);
+	CHECK_FALSE(p.reserve_gap);
+}
+
+TEST_CASE("a tail followed by free space is covered with a reservation", "[region]")
+{
+	const std::string maps =
+		"00600000-00b34000 r-xp 00000000 08:02 11 /bin/relinked\n"
+		"00c00000-00d00000 r--p 00600000 08:02 11 /bin/relinked\n";
+	struct ht_seg_plan p;
+
+	REQUIRE(plan(maps, 0x600000, 0xb33456, 0xc00000, &p) == 0);
+	CHECK(p.span.start == 0x600000);
+	CHECK(p.span.end == 0xc00000);
+	CHECK(p.mapped == 0x534000);
+	CHECK(p.reserve_gap);
+}
+
+TEST_CASE("a tail followed by another object stays on small pages", "[region]")
+{
+	const std::string maps =
+		"00600000-00b34000 r-xp 00000000 08:02 11 /bin/relinked\n"
+		"00b34000-00b35000 rw-p 00000000 00:00 0 \n";
+	struct ht_seg_plan p;
+
+	REQUIRE(plan(maps, 0x600000, 0xb33456, 0, &p) == 0);
+	CHECK(p.span.end == 0xa00000);
+	CHECK_FALSE(p.reserve_gap);
+}
+
+TEST_CASE("segments that maps do not show as code are refused", "[region]")
+{
+	struct ht_seg_plan p;
+	const std::string writable =
+		"00400000-02a00000 rwxp 00000000 08:02 10 /bin/x\n";
+	const std::string holey =
+		"00400000-00800000 r-xp 00000000 08:02 10 /bin/x\n"
+		"00900000-02a00000 r-xp 00900000 08:02 10 /bin/x\n";
+	const std::string two_files =
+		"00400000-00800000 r-xp 00000000 08:02 10 /bin/x\n"
+		"00800000-02a00000 r-xp 00800000 08:02 99 /bin/y\n";
+	const std::string shared =
+		"00400000-02a00000 r-xs 00000000 08:02 10 /bin/x\n";
+
+	CHECK(plan(writable, 0x400000, 0x2a00000, 0, &p) == -ENOENT); // a JIT's: must stay writable
+	CHECK(plan(holey, 0x400000, 0x2a00000, 0, &p) == -ENOENT);
+	CHECK(plan(two_files, 0x400000, 0x2a00000, 0, &p) == -ENOENT);
+	CHECK(plan(shared, 0x400000, 0x2a00000, 0, &p) == -ENOENT);
+	CHECK(plan(two_segments, 0x3000000, 0x4000000, 0, &p) == -ENOENT);
+}
+
+TEST_CASE("file offsets out of order rule out a single pread", "[region]")
+{
+	const std::string maps =
+		"00400000-00800000 r-xp 00000000 08:02 10 /bin/x\n"
+		"00800000-02a00000 r-xp 00900000 08:02 10 /bin/x\n";
+	struct ht_seg_plan p;
+
+	REQUIRE(plan(maps, 0x400000, 0x2a00000, 0, &p) == 0);
+	CHECK_FALSE(p.file_backed);
+}
+
+TEST_CASE("a segment already moved is recognised", "[region]")
+{
+	const std::string maps =
+		"00401000-00600000 r-xp 00001000 08:02 10 /bin/x\n"
+		"00600000-02a00000 r-xp 00000000 00:00 0 \n"
+		"02a00000-02a31000 r-xp 02a00000 08:02 10 /bin/x\n";
+	struct ht_seg_plan p;
+
+	CHECK(plan(maps, 0x401000, 0x2a30123, 0, &p) == -EALREADY);
+}
+
+TEST_CASE("range mode accepts anonymous code but never extends it", "[region]")
+{
+	const std::string maps =
+		"00600000-02a00000 r-xp 00000000 00:00 0 \n";
+	struct ht_seg_query q = { 0x600000, 0x2900000, 0, 1 };
+	struct ht_seg_plan p;
+
+	REQUIRE(ht_plan_segment(maps.data(), maps.size(), &q, M2, &p) == 0);
+	CHECK(p.span.start == 0x600000);
+	CHECK(p.span.end == 0x2800000);
+	CHECK_FALSE(p.file_backed);
+	CHECK(p.anonymous);
+}
+
+TEST_CASE("a segment too small still reports its object", "[region]")
+{
+	const std::string maps =
+		"00401000-00480000 r-xp 00001000 08:02 10 /bin/small\n";
+	struct ht_seg_plan p;
+
+	CHECK(plan(maps, 0x401000, 0x47f000, 0, &p) == -ERANGE);
+	CHECK(std::string(p.path) == "/bin/small");
+}

@@ -1,0 +1,129 @@
+// Description: LD_PRELOAD of the preload library on generated programs with
+// tens of MiB of text: PIE, non-PIE, stripped, and one too small to move.
+#include <catch2/catch.hpp>
+
+#include <string>
+
+#include "helpers.hpp"
+
+extern "C" const char *test_skip_reason(void)
+{
+	if (!thp_enabled())
+		return "transparent huge pages are disabled (enabled is never or absent)";
+	return nullptr;
+}
+
+static const std::string preload() { return build_path("lib/libhugetext-preload.so"); }
+
+static std::string line_value(const std::string &out, const std::string &key)
+{
+	auto at = out.find(key + " ");
+	if (at == std::string::npos)
+		return "";
+	auto end = out.find('\n', at);
+	return out.substr(at + key.size() + 1, end - at - key.size() - 1);
+}
+
+static void check_moved(const std::string &prog)
+{
+	std::string report = temp_path("report.json");
+	run_result plain = run_cmd({ prog, "smaps" });
+	run_result moved = run_cmd({ prog, "smaps" },
+				   { "LD_PRELOAD=" + preload(), "HUGETEXT_REPORT=" + report });
+
+	INFO(prog << "\n" << moved.err);
+	REQUIRE(plain.status == 0);
+	REQUIRE(moved.status == 0);
+	// Same work, same answer, nothing on stderr, no descriptor left open.
+	CHECK(line_value(moved.out, "sum") == line_value(plain.out, "sum"));
+	CHECK(line_value(moved.out, "fds") == line_value(plain.out, "fds"));
+	CHECK(moved.err.empty());
+	CHECK(line_value(plain.out, "huge_kb") == "0");
+
+	auto lines = read_report(report);
+	auto ok = ok_lines(lines);
+	REQUIRE(ok.size() == 1);
+	CHECK(ok[0]["object"].find("bigtext") != std::string::npos);
+	CHECK(ok[0]["mode"] == "thp");
+	unsigned long bytes = std::stoul(ok[0]["bytes"]);
+	unsigned long huge = std::stoul(ok[0]["huge_bytes"]);
+	CHECK(bytes >= 36ul << 20);
+	CHECK(huge == bytes);
+	CHECK(std::stoul(ok[0]["start"]) % (2ul << 20) == 0);
+	// The program's own count of its huge text agrees with the report.
+	CHECK(std::stoul(line_value(moved.out, "huge_kb")) * 1024 >= huge);
+	for (auto &l : lines)
+		CHECK(l["pid"] != "");
+}
+
+TEST_CASE("preload moves a PIE program's text and the program runs the same", "[preload]")
+{
+	check_moved(build_path("tests/bigtext-pie"));
+}
+
+TEST_CASE("preload moves a non-PIE program's text", "[preload]")
+{
+	check_moved(build_path("tests/bigtext-nopie"));
+}
+
+TEST_CASE("preload moves a stripped program's text", "[preload]")
+{
+	check_moved(build_path("tests/bigtext-stripped"));
+}
+
+TEST_CASE("a program with too little text is left alone and the report says why", "[preload]")
+{
+	std::string report = temp_path("small.json");
+	run_result r = run_cmd({ build_path("tests/small") },
+			       { "LD_PRELOAD=" + preload(), "HUGETEXT_REPORT=" + report });
+
+	CHECK(r.status == 0);
+	CHECK(r.out == "small ok\n");
+	CHECK(r.err.empty());
+	auto lines = read_report(report);
+	REQUIRE_FALSE(lines.empty());
+	for (auto &l : lines) {
+		CHECK(l["status"] == "skipped");
+		CHECK(l["bytes"] == "0");
+		CHECK(l["error"].find("2 MiB") != std::string::npos);
+	}
+}
+
+TEST_CASE("verbose mode prints one line per region on stderr", "[preload]")
+{
+	run_result r = run_cmd({ build_path("tests/bigtext-pie") },
+			       { "LD_PRELOAD=" + preload(), "HUGETEXT_VERBOSE=1", "HUGETEXT_MODE=bogus" });
+
+	CHECK(r.status == 0);
+	CHECK(r.err.find("ignored HUGETEXT_MODE=\"bogus\"") != std::string::npos);
+	CHECK(r.err.find("bigtext-pie") != std::string::npos);
+	CHECK(r.err.find(": ok, ") != std::string::npos);
+}
+
+TEST_CASE("mode off leaves the program alone and writes nothing", "[preload]")
+{
+	std::string report = temp_path("off.json");
+	run_result r = run_cmd({ build_path("tests/bigtext-pie"), "smaps" },
+			       { "LD_PRELOAD=" + preload(), "HUGETEXT_MODE=off", "HUGETEXT_REPORT=" + report });
+
+	CHECK(r.status == 0);
+	CHECK(line_value(r.out, "huge_kb") == "0");
+	CHECK_FALSE(file_exists(report));
+}
+
+TEST_CASE("memcpy and pread fills give the same program", "[preload]")
+{
+	for (const char *fill : { "pread", "memcpy" }) {
+		std::string report = temp_path(std::string("fill-") + fill);
+		run_result r = run_cmd({ build_path("tests/bigtext-pie") },
+				       { "LD_PRELOAD=" + preload(), std::string("HUGETEXT_FILL=") + fill,
+					 "HUGETEXT_REPORT=" + report });
+		INFO(fill);
+		CHECK(r.status == 0);
+		auto ok = ok_lines(read_report(report));
+		REQUIRE(ok.size() == 1);
+		CHECK(ok[0]["fill"] == fill);
+		CHECK(line_value(r.out, "sum") ==
+		      line_value(run_cmd({ build_path("tests/bigtext-pie") }).out, "sum"));
+	}
+}

@@ -1,0 +1,70 @@
+// Description: the preload on real big programs installed here: node, and
+// cc1plus run by g++ (whose object file must not change by one byte).
+#include <catch2/catch.hpp>
+
+#include <string>
+
+#include "helpers.hpp"
+
+extern "C" const char *test_skip_reason(void)
+{
+	if (!thp_enabled())
+		return "transparent huge pages are disabled (enabled is never or absent)";
+	return nullptr;
+}
+
+static const std::string preload() { return build_path("lib/libhugetext-preload.so"); }
+
+static unsigned long ok_bytes(const std::vector<report_line> &lines, const std::string &obj)
+{
+	unsigned long total = 0;
+	for (auto &l : ok_lines(lines))
+		if (l.at("object").find(obj) != std::string::npos)
+			total += std::stoul(l.at("huge_bytes"));
+	return total;
+}
+
+TEST_CASE("node runs with about 24 MiB of its text on huge pages", "[real]")
+{
+	if (!have_program("node")) {
+		WARN("node is not installed: not checked");
+		return;
+	}
+	std::string report = temp_path("node.json");
+	const std::string js = "let s=0; for (let i=0;i<1e5;i++) s+=i; console.log(s)";
+	run_result plain = run_cmd({ "node", "-e", js });
+	run_result r = run_cmd({ "node", "-e", js }, { "LD_PRELOAD=" + preload(), "HUGETEXT_REPORT=" + report });
+
+	REQUIRE(r.status == 0);
+	CHECK(r.out == plain.out);
+	CHECK(r.err.empty());
+	CHECK(ok_bytes(read_report(report), "node") >= 20ul << 20);
+}
+
+TEST_CASE("g++ compiles to a byte-identical object with cc1plus moved", "[real]")
+{
+	if (!have_program("g++")) {
+		WARN("g++ is not installed: not checked");
+		return;
+	}
+	std::string src = temp_path("unit.cpp"), a = temp_path("a.o"), b = temp_path("b.o");
+	std::string report = temp_path("gxx.json");
+	{
+		std::string code = "#include <map>\n#include <string>\n#include <vector>\n"
+				   "std::map<std::string, std::vector<int>> m;\n"
+				   "int f(int x) { m[\"a\"].push_back(x); return (int)m.size(); }\n";
+		FILE *f = fopen(src.c_str(), "w");
+		REQUIRE(f);
+		fputs(code.c_str(), f);
+		fclose(f);
+	}
+	run_result plain = run_cmd({ "g++", "-O2", "-c", src, "-o", a });
+	run_result moved = run_cmd({ "g++", "-O2", "-c", src, "-o", b },
+				   { "LD_PRELOAD=" + preload(), "HUGETEXT_REPORT=" + report });
+
+	REQUIRE(plain.status == 0);
+	REQUIRE(moved.status == 0);
+	CHECK(moved.err.empty());
+	CHECK(read_file(a) == read_file(b));
+	CHECK(ok_bytes(read_report(report), "cc1plus") >= 16ul << 20);
+}
