@@ -117,12 +117,12 @@ static void move_planned(struct run *r, const struct ht_seg_plan *p, struct ht_r
 		set_outcome(r, g, HT_STATUS_SKIPPED, HT_E_BUDGET, 0);
 		return;
 	}
-	if (opt.mode == HT_MODE_AUTO)
-		opt.mode = HT_MODE_THP;
 	if (opt.fill != 2) {
 		src.fd = open_clean_source(p);
 		src.file_off = p->file_off;
 	}
+	if (opt.budget_ms)
+		src.deadline_ms = r->t0 + opt.budget_ms;
 	err = ht_move_span(&opt, p->span, &src, g);
 	if (src.fd >= 0)
 		ht_sys_close(src.fd);

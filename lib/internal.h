@@ -45,11 +45,14 @@ struct ht_source {
 	uint64_t file_off; /* file offset of the span's first byte */
 	size_t mapped;     /* bytes from span.start that are mapped code */
 	int reserve_gap;   /* the rest of the span is free address space */
+	double deadline_ms; /* ht_now_ms() after which filling stops; 0: none */
 };
 
 /*
  * Copies the span onto huge pages and swaps the copy in.  Fills @r's
  * sizes, mode, status, error, fill and huge_bytes (not object or ms).
+ * With a deadline, only the 2 MiB pages filled in time are swapped in:
+ * r->end shrinks and r->error is HT_E_BUDGET.
  * On failure the original mapping is untouched.
  */
 int ht_move_span(const struct ht_options *opt, struct ht_span span,

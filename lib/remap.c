@@ -5,6 +5,7 @@
  * it, the copy is the code.  There is no step in between.
  */
 #include "internal.h"
+#include "pool.h"
 #include "sys.h"
 
 #include <errno.h>
@@ -34,26 +35,57 @@ static int fail(struct ht_region *r, enum ht_error e, int err)
 }
 
 /*
- * Copies the mapped code into @copy.  pread() from the file lets the
- * kernel copy straight from the page cache, without faulting in the 4 KiB
- * pages of the original mapping; memcpy() covers the rest, and every case
- * where the file cannot be trusted to hold the same bytes.
+ * Copies bytes [@from, @to) of the mapped code into @copy.  pread() from
+ * the file lets the kernel copy straight from the page cache, without
+ * faulting in the 4 KiB pages of the original mapping; memcpy() covers
+ * the rest, and every case where the file cannot be trusted to hold the
+ * same bytes.
  */
-static int fill_copy(const struct ht_options *opt, struct ht_span span,
-		     const struct ht_source *src, char *copy, struct ht_region *r)
+static void fill_part(const struct ht_options *opt, struct ht_span span, const struct ht_source *src,
+		      char *copy, size_t from, size_t to, struct ht_region *r)
 {
-	size_t done = 0;
+	size_t done = from;
 
+	if (to > src->mapped)
+		to = src->mapped;
+	if (from >= to)
+		return;
 	if (src->fd >= 0 && opt->fill != 2) {
-		ssize_t n = ht_sys_pread_full(src->fd, copy, src->mapped, (off_t)src->file_off);
+		ssize_t n = ht_sys_pread_full(src->fd, copy + from, to - from,
+					      (off_t)(src->file_off + from));
 
 		if (n > 0)
-			done = (size_t)n;
+			done += (size_t)n;
 	}
-	r->fill = done ? "pread" : "memcpy";
-	if (done < src->mapped)
-		memcpy(copy + done, (const char *)span.start + done, src->mapped - done);
-	return 0;
+	if (from == 0)
+		r->fill = done > from ? "pread" : "memcpy";
+	if (done < to)
+		memcpy(copy + done, (const char *)span.start + done, to - done);
+}
+
+/*
+ * Fills the copy, 2 MiB at a time when there is a deadline, since the
+ * first touch of each huge page is what can stall (compaction).
+ * Returns: the bytes filled, a multiple of 2 MiB unless it is all of @len.
+ */
+static size_t fill_copy(const struct ht_options *opt, struct ht_span span,
+			const struct ht_source *src, char *copy, struct ht_region *r)
+{
+	size_t len = span.end - span.start, at = 0;
+
+	if (!src->deadline_ms) {
+		fill_part(opt, span, src, copy, 0, len, r);
+		return len;
+	}
+	while (at < len) {
+		fill_part(opt, span, src, copy, at, at + HT_HUGE_PAGE_SIZE, r);
+		/* Touch the page even where nothing is mapped, so it is allocated now. */
+		copy[at] = copy[at];
+		at += HT_HUGE_PAGE_SIZE;
+		if (at < len && ht_now_ms() >= src->deadline_ms)
+			break;
+	}
+	return at;
 }
 
 /* Bytes of the copy the kernel put on huge pages, from smaps. */
@@ -86,15 +118,15 @@ static int check_thp(char *copy, size_t len, struct ht_region *r)
 	return r->huge_bytes ? 0 : -ENOMEM;
 }
 
-static int alloc_copy(const struct ht_options *opt, size_t len, char **copy, struct ht_region *r)
+static int alloc_copy(enum ht_mode mode, size_t len, char **copy, struct ht_region *r)
 {
-	int hugetlb = opt->mode == HT_MODE_EXPLICIT;
+	int hugetlb = mode == HT_MODE_EXPLICIT;
 	void *p;
 	int err = ht_sys_map_anon(len, HT_HUGE_PAGE_SIZE, hugetlb, &p);
 
+	r->mode = mode;
 	if (err < 0)
 		return fail(r, HT_E_ALLOC, err);
-	r->mode = hugetlb ? HT_MODE_EXPLICIT : HT_MODE_THP;
 	if (!hugetlb) {
 		err = ht_sys_advise(p, len, MADV_HUGEPAGE);
 		if (err < 0) {
@@ -107,17 +139,24 @@ static int alloc_copy(const struct ht_options *opt, size_t len, char **copy, str
 }
 
 /* Everything before the swap; on failure the copy is gone and nothing else changed. */
-static int build_copy(const struct ht_options *opt, struct ht_span span,
+static int build_copy(const struct ht_options *opt, enum ht_mode mode, struct ht_span *span,
 		      const struct ht_source *src, char **out, struct ht_region *r)
 {
-	size_t len = span.end - span.start;
+	size_t len = span->end - span->start, done;
 	char *copy;
-	int err = alloc_copy(opt, len, &copy, r);
+	int err = alloc_copy(mode, len, &copy, r);
 
 	if (err < 0)
 		return err;
-	fill_copy(opt, span, src, copy, r);
-	if (r->mode == HT_MODE_THP && check_thp(copy, len, r) < 0)
+	done = fill_copy(opt, *span, src, copy, r);
+	if (done < len) {
+		/* The budget ran out: keep the part that is ready, on whole huge pages. */
+		ht_sys_unmap(copy + done, len - done);
+		len = done;
+		span->end = span->start + done;
+		r->error = HT_E_BUDGET;
+	}
+	if (mode == HT_MODE_THP && check_thp(copy, len, r) < 0)
 		err = fail(r, HT_E_NO_HUGE, 0);
 	else if ((err = ht_sys_protect(copy, len, PROT_READ | PROT_EXEC)) < 0)
 		err = fail(r, HT_E_PROTECT, err);
@@ -125,27 +164,22 @@ static int build_copy(const struct ht_options *opt, struct ht_span span,
 		ht_sys_unmap(copy, len);
 		return err;
 	}
+	if (mode == HT_MODE_EXPLICIT)
+		r->huge_bytes = len;
 	*out = copy;
 	return 0;
 }
 
-int ht_move_span(const struct ht_options *opt, struct ht_span span,
-		 const struct ht_source *src, struct ht_region *r)
+/* Swaps a finished copy in; on failure the copy is gone and the code is as it was. */
+static int swap_in(char *copy, struct ht_span span, const struct ht_source *src,
+		   struct ht_region *r)
 {
 	size_t len = span.end - span.start;
-	char *gap = (char *)span.start + src->mapped;
-	size_t gap_len = len - src->mapped;
-	char *copy;
+	size_t mapped = src->mapped < len ? src->mapped : len;
+	char *gap = (char *)span.start + mapped;
+	size_t gap_len = len - mapped;
 	int err;
 
-	r->start = span.start;
-	r->end = span.end;
-	r->bytes = len;
-	r->huge_bytes = 0;
-	r->fill = "";
-	err = build_copy(opt, span, src, &copy, r);
-	if (err < 0)
-		return err;
 	/* Free space after the code is claimed first, so mremap replaces only what we own. */
 	if (src->reserve_gap && gap_len && (err = ht_sys_reserve_fixed(gap, gap_len)) < 0) {
 		ht_sys_unmap(copy, len);
@@ -158,8 +192,63 @@ int ht_move_span(const struct ht_options *opt, struct ht_span span,
 		ht_sys_unmap(copy, len);
 		return fail(r, HT_E_SWAP, err);
 	}
-	r->status = HT_STATUS_OK;
+	return 0;
+}
+
+static int move_with(const struct ht_options *opt, enum ht_mode mode, struct ht_span span,
+		     const struct ht_source *src, struct ht_region *r)
+{
+	char *copy;
+	int err = build_copy(opt, mode, &span, src, &copy, r);
+
+	return err < 0 ? err : swap_in(copy, span, src, r);
+}
+
+/*
+ * Explicit pages need the whole span from the pool.  The check is only
+ * advice: another process may take the pages before our mmap, which then
+ * fails cleanly, because hugetlb mappings reserve their pages up front.
+ */
+static int pool_check(size_t len, struct ht_region *r)
+{
+	long avail = ht_pool_available_2m();
+
+	r->mode = HT_MODE_EXPLICIT;
+	if (avail == -ENOENT)
+		return fail(r, HT_E_NOT_SUPPORTED, -ENOENT);
+	if (avail < 0)
+		return fail(r, HT_E_PROC, (int)avail);
+	if ((size_t)avail < len / HT_HUGE_PAGE_SIZE)
+		return fail(r, HT_E_POOL, -ENOMEM);
+	return 0;
+}
+
+int ht_move_span(const struct ht_options *opt, struct ht_span span,
+		 const struct ht_source *src, struct ht_region *r)
+{
+	size_t len = span.end - span.start;
+	int err = 0;
+
+	r->start = span.start;
+	r->end = span.end;
+	r->bytes = len;
+	r->huge_bytes = 0;
+	r->fill = "";
 	r->error = HT_E_NONE;
+	/* auto: explicit pages when the pool has room, THP when anything about them fails. */
+	if (opt->mode == HT_MODE_EXPLICIT || opt->mode == HT_MODE_AUTO) {
+		err = pool_check(len, r);
+		if (err == 0)
+			err = move_with(opt, HT_MODE_EXPLICIT, span, src, r);
+	}
+	if (opt->mode == HT_MODE_THP || (opt->mode == HT_MODE_AUTO && err < 0))
+		err = move_with(opt, HT_MODE_THP, span, src, r);
+	if (err < 0)
+		return err;
+	r->status = HT_STATUS_OK;
+	/* A budget cut is not an error, but the report says why coverage is partial. */
+	if (r->error != HT_E_BUDGET)
+		r->error = HT_E_NONE;
 	r->sys_errno = 0;
 	return 0;
 }

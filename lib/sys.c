@@ -12,6 +12,11 @@
 #ifndef MAP_FIXED_NOREPLACE
 #define MAP_FIXED_NOREPLACE 0x100000
 #endif
+#ifndef MAP_HUGE_SHIFT
+#define MAP_HUGE_SHIFT 26
+#endif
+/* Ask for 2 MiB pages even where the default huge page size is 1 GiB. */
+#define HT_MAP_HUGE_2MB (21 << MAP_HUGE_SHIFT)
 
 static void *real_mremap(void *old, size_t old_len, size_t new_len, int flags, void *new_addr)
 {
@@ -66,7 +71,7 @@ int ht_sys_map_anon(size_t len, size_t align, int hugetlb, void **out)
 	char *p;
 
 	if (hugetlb)
-		flags = (flags & ~MAP_NORESERVE) | MAP_HUGETLB;
+		flags = (flags & ~MAP_NORESERVE) | MAP_HUGETLB | HT_MAP_HUGE_2MB;
 	p = ht_sys.mmap(NULL, total, PROT_READ | PROT_WRITE, flags, -1, 0);
 	if (p == MAP_FAILED)
 		return neg_errno();
