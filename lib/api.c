@@ -3,6 +3,7 @@
  * The native API: find the objects, plan their spans against
  * /proc/self/maps, move them, verify, report.
  */
+#include "cache.h"
 #include "internal.h"
 #include "objects.h"
 #include "region.h"
@@ -51,6 +52,8 @@ static struct ht_region *new_region(struct run *r, const char *object)
 	strncpy(g->object, object ? object : "", sizeof(g->object) - 1);
 	g->mode = r->opt->mode;
 	g->fill = "";
+	g->cache = "";
+	g->cache_error = "";
 	return g;
 }
 
@@ -103,8 +106,56 @@ static int budget_spent(const struct run *r)
 	return r->opt->budget_ms && ht_now_ms() - r->t0 >= (double)r->opt->budget_ms;
 }
 
+/*
+ * Sharing needs the same bytes at the same 2 MiB phase in every process:
+ * the object must load at a 2 MiB-aligned address, and the copy must come
+ * from the file, not from pages this process wrote.
+ */
+static const char *share_refusal(const struct ht_object *o, const struct ht_source *src)
+{
+	if (!o)
+		return "ranges are not shared";
+	if (o->base % HT_HUGE_PAGE_SIZE)
+		return "load address not 2 MiB-aligned, so no two processes would share";
+	if (src->fd < 0)
+		return "code differs from its file or the file cannot be opened";
+	return NULL;
+}
+
+static int try_cache(const struct ht_options *opt, const struct ht_object *o,
+		     const struct ht_seg_plan *p, const struct ht_source *src, struct ht_region *g)
+{
+	struct ht_cache_key key = { .file_off = p->file_off, .mapped = src->mapped,
+				    .len = p->span.end - p->span.start };
+	const char *why = share_refusal(o, src);
+	struct stat st;
+
+	if (why) {
+		g->cache = "refused";
+		g->cache_error = why;
+		return -EPERM;
+	}
+	if (o->build_id_len) {
+		key.build_id = o->build_id;
+		key.build_id_len = o->build_id_len;
+	} else if (ht_sys_fstat(src->fd, &st) == 0) {
+		key.dev = st.st_dev;
+		key.ino = st.st_ino;
+		key.size = (uint64_t)st.st_size;
+		key.mtime_sec = st.st_mtim.tv_sec;
+		key.mtime_nsec = st.st_mtim.tv_nsec;
+	}
+	if (ht_cache_move(opt, &key, p->span, src, g) < 0)
+		return -EAGAIN;
+	g->status = HT_STATUS_OK;
+	g->error = HT_E_NONE;
+	g->sys_errno = 0;
+	return 0;
+}
+
 /* Moves one planned span; the region is filled whatever happens. */
-static void move_planned(struct run *r, const struct ht_seg_plan *p, struct ht_region *g)
+static void move_planned(struct run *r, const struct ht_object *o, const struct ht_seg_plan *p,
+			 struct ht_region *g)
 {
 	struct ht_options opt = *r->opt;
 	struct ht_source src = { .fd = -1, .mapped = p->mapped, .reserve_gap = p->reserve_gap };
@@ -117,13 +168,20 @@ static void move_planned(struct run *r, const struct ht_seg_plan *p, struct ht_r
 		set_outcome(r, g, HT_STATUS_SKIPPED, HT_E_BUDGET, 0);
 		return;
 	}
-	if (opt.fill != 2) {
+	if (opt.fill != 2 || opt.share) {
 		src.fd = open_clean_source(p);
 		src.file_off = p->file_off;
 	}
 	if (opt.budget_ms)
 		src.deadline_ms = r->t0 + opt.budget_ms;
-	err = ht_move_span(&opt, p->span, &src, g);
+	err = opt.share ? try_cache(&opt, o, p, &src, g) : -EAGAIN;
+	if (err < 0) {
+		if (opt.fill == 2 && src.fd >= 0) {
+			ht_sys_close(src.fd);
+			src.fd = -1;
+		}
+		err = ht_move_span(&opt, p->span, &src, g);
+	}
 	if (src.fd >= 0)
 		ht_sys_close(src.fd);
 	if (err < 0)
@@ -153,7 +211,7 @@ static void do_segment(struct run *r, const struct ht_object *o, int i)
 	else if (err < 0)
 		set_outcome(r, g, HT_STATUS_FAILED, HT_E_NOT_MAPPED, -ENOENT);
 	else
-		move_planned(r, &p, g);
+		move_planned(r, o, &p, g);
 	g->ms = ht_now_ms() - t;
 }
 
@@ -365,7 +423,7 @@ static int range_locked(const struct ht_options *opt, const void *from, const vo
 		else if (g && err < 0)
 			set_outcome(&r, g, HT_STATUS_FAILED, HT_E_BAD_RANGE, -EFAULT);
 		else if (g)
-			move_planned(&r, &p, g);
+			move_planned(&r, NULL, &p, g);
 		if (g)
 			g->ms = ht_now_ms() - r.t0;
 		verify(&r);

@@ -58,6 +58,16 @@ struct ht_source {
 int ht_move_span(const struct ht_options *opt, struct ht_span span,
 		 const struct ht_source *src, struct ht_region *r);
 
+/* Copies the first @len bytes of the span's code into @dst (pread or memcpy). */
+void ht_fill(const struct ht_options *opt, struct ht_span span, const struct ht_source *src,
+	     char *dst, size_t len, struct ht_region *r);
+
+/*
+ * Swaps a finished read+execute copy over the span with one mremap().
+ * On failure the copy is unmapped and the code is as it was.
+ */
+int ht_swap_in(char *copy, struct ht_span span, const struct ht_source *src, struct ht_region *r);
+
 /* Milliseconds on the monotonic clock. */
 double ht_now_ms(void);
 

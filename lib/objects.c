@@ -32,6 +32,61 @@ static void add_segments(struct ht_object *o, const struct dl_phdr_info *info)
 	}
 }
 
+int ht_note_build_id(const unsigned char *buf, size_t len, unsigned char *id, size_t max)
+{
+	size_t at = 0;
+
+	while (len - at >= sizeof(ElfW(Nhdr))) {
+		ElfW(Nhdr) nh;
+		size_t name_sz, desc_sz;
+
+		memcpy(&nh, buf + at, sizeof(nh));
+		at += sizeof(nh);
+		/* Name and descriptor are each padded to 4 bytes. */
+		name_sz = ((size_t)nh.n_namesz + 3) & ~(size_t)3;
+		desc_sz = ((size_t)nh.n_descsz + 3) & ~(size_t)3;
+		if (name_sz > len - at || desc_sz > len - at - name_sz)
+			return -ENOENT;
+		if (nh.n_type == NT_GNU_BUILD_ID && nh.n_namesz == 4 &&
+		    memcmp(buf + at, "GNU", 4) == 0 && nh.n_descsz > 0 && nh.n_descsz <= max) {
+			memcpy(id, buf + at + name_sz, nh.n_descsz);
+			return (int)nh.n_descsz;
+		}
+		at += name_sz + desc_sz;
+	}
+	return -ENOENT;
+}
+
+/* A malformed object could point its notes anywhere: read only loaded memory. */
+static int inside_readable_segment(const struct ht_object *o, uintptr_t start, size_t len)
+{
+	for (int i = 0; i < o->nseg; i++)
+		if ((o->segs[i].flags & PF_R) && o->segs[i].start <= start &&
+		    len <= o->segs[i].end - start)
+			return 1;
+	return 0;
+}
+
+static void find_build_id(struct ht_object *o, const struct dl_phdr_info *info)
+{
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		int n;
+
+		if (ph->p_type != PT_NOTE || ph->p_memsz > (1u << 20) ||
+		    ph->p_vaddr > UINTPTR_MAX - info->dlpi_addr ||
+		    !inside_readable_segment(o, info->dlpi_addr + ph->p_vaddr, ph->p_memsz))
+			continue;
+		/* Notes sit inside a loaded segment, so this memory is mapped. */
+		n = ht_note_build_id((const unsigned char *)(info->dlpi_addr + ph->p_vaddr),
+				     ph->p_memsz, o->build_id, sizeof(o->build_id));
+		if (n > 0) {
+			o->build_id_len = (size_t)n;
+			return;
+		}
+	}
+}
+
 static int by_start(const void *a, const void *b)
 {
 	const struct ht_seg *x = a, *y = b;
@@ -59,9 +114,11 @@ static int collect(struct dl_phdr_info *info, size_t size, void *arg)
 	o = &l->objs[l->n];
 	memset(o, 0, sizeof(*o));
 	o->name = info->dlpi_name ? info->dlpi_name : "";
+	o->base = info->dlpi_addr;
 	/* The first object glibc reports is the main program. */
 	o->is_main = l->n == 0;
 	add_segments(o, info);
+	find_build_id(o, info);
 	qsort(o->segs, (size_t)o->nseg, sizeof(o->segs[0]), by_start);
 	l->n++;
 	return 0;

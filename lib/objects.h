@@ -16,9 +16,14 @@ struct ht_seg {
 	uint32_t flags;       /* p_flags */
 };
 
+#define HT_BUILD_ID_MAX 64
+
 struct ht_object {
 	const char *name;     /* the loader's name; "" for the main program */
+	uintptr_t base;       /* load bias: memory address minus file address */
 	int is_main;
+	size_t build_id_len;  /* 0 when the object has none */
+	unsigned char build_id[HT_BUILD_ID_MAX];
 	int nseg;             /* PT_LOAD segments, in address order */
 	struct ht_seg segs[HT_MAX_SEGS];
 };
@@ -28,6 +33,13 @@ struct ht_object {
  * Returns: 0 with *@objs and *@n set, or -ENOMEM.
  */
 int ht_objects_list(struct ht_object **objs, size_t *n);
+
+/*
+ * Finds the GNU build-id in a buffer of ELF notes (the contents of a
+ * PT_NOTE segment, native byte order).  Bounds are checked on every note.
+ * Returns: the id's length (copied to @id), or -ENOENT.
+ */
+int ht_note_build_id(const unsigned char *buf, size_t len, unsigned char *id, size_t max);
 
 /* True when any executable segment carries HT_PF_LINUX_HUGETLB. */
 int ht_object_flagged(const struct ht_object *o);

@@ -125,6 +125,9 @@ void ht_options_env(struct ht_options *opt, char *(*get)(const char *),
 	v = get("HUGETEXT_REPORT");
 	if (v)
 		opt->report_path = *v ? v : NULL;
+	v = get("HUGETEXT_SHARE_DIR");
+	if (v)
+		opt->share_dir = *v ? v : NULL;
 	opt->match = env_pattern(get, "HUGETEXT_MATCH", opt->match);
 	opt->ignore = env_pattern(get, "HUGETEXT_IGNORE", opt->ignore);
 	v = get("HUGETEXT_BUDGET_MS");

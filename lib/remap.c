@@ -20,10 +20,7 @@
 
 double ht_now_ms(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+	return ht_sys.clock_ms();
 }
 
 static int fail(struct ht_region *r, enum ht_error e, int err)
@@ -61,6 +58,12 @@ static void fill_part(const struct ht_options *opt, struct ht_span span, const s
 		r->fill = done > from ? "pread" : "memcpy";
 	if (done < to)
 		memcpy(copy + done, (const char *)span.start + done, to - done);
+}
+
+void ht_fill(const struct ht_options *opt, struct ht_span span, const struct ht_source *src,
+	     char *dst, size_t len, struct ht_region *r)
+{
+	fill_part(opt, span, src, dst, 0, len, r);
 }
 
 /*
@@ -171,7 +174,7 @@ static int build_copy(const struct ht_options *opt, enum ht_mode mode, struct ht
 }
 
 /* Swaps a finished copy in; on failure the copy is gone and the code is as it was. */
-static int swap_in(char *copy, struct ht_span span, const struct ht_source *src,
+int ht_swap_in(char *copy, struct ht_span span, const struct ht_source *src,
 		   struct ht_region *r)
 {
 	size_t len = span.end - span.start;
@@ -201,7 +204,7 @@ static int move_with(const struct ht_options *opt, enum ht_mode mode, struct ht_
 	char *copy;
 	int err = build_copy(opt, mode, &span, src, &copy, r);
 
-	return err < 0 ? err : swap_in(copy, span, src, r);
+	return err < 0 ? err : ht_swap_in(copy, span, src, r);
 }
 
 /*

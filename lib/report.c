@@ -63,6 +63,12 @@ int ht_format_json(const struct ht_region *r, long pid, char *buf, size_t len)
 	    ht_mode_str(r->mode), r->ms, ht_status_str(r->status));
 	if (r->fill && *r->fill)
 		put(&o, ",\"fill\":\"%s\"", r->fill);
+	if (r->cache && *r->cache)
+		put(&o, ",\"cache\":\"%s\"", r->cache);
+	if (r->cache_error && *r->cache_error) {
+		put(&o, ",\"cache_error\":");
+		put_json_string(&o, r->cache_error);
+	}
 	if (r->status != HT_STATUS_OK || r->error != HT_E_NONE) {
 		put(&o, ",\"error\":");
 		put_json_string(&o, ht_error_str(r->error));
@@ -94,6 +100,10 @@ int ht_format_human(const struct ht_region *r, char *buf, size_t len)
 	if (r->status == HT_STATUS_OK)
 		put(&o, ", %.1f MiB on huge pages (%s%s%s)", (double)r->huge_bytes / mib,
 		    ht_mode_str(r->mode), r->fill && *r->fill ? ", " : "", r->fill ? r->fill : "");
+	if (r->cache && *r->cache)
+		put(&o, ", cache %s", r->cache);
+	if (r->cache_error && *r->cache_error)
+		put(&o, " (%s)", r->cache_error);
 	if (r->error != HT_E_NONE)
 		put(&o, ", %s", ht_error_str(r->error));
 	if (r->sys_errno)

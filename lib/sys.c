@@ -6,7 +6,9 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stdio.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
 #ifndef MAP_FIXED_NOREPLACE
@@ -28,6 +30,19 @@ static int real_open(const char *path, int flags, mode_t mode)
 	return open(path, flags, mode);
 }
 
+static int real_openat(int dirfd, const char *path, int flags, mode_t mode)
+{
+	return openat(dirfd, path, flags, mode);
+}
+
+static double real_clock_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
 static const struct ht_sys real_sys = {
 	.mmap = mmap,
 	.munmap = munmap,
@@ -40,6 +55,14 @@ static const struct ht_sys real_sys = {
 	.write = write,
 	.close = close,
 	.fstat = fstat,
+	.openat = real_openat,
+	.mkdirat = mkdirat,
+	.renameat2 = renameat2,
+	.unlinkat = unlinkat,
+	.linkat = linkat,
+	.ftruncate = ftruncate,
+	.fstatfs = fstatfs,
+	.clock_ms = real_clock_ms,
 };
 
 struct ht_sys ht_sys = real_sys;
@@ -230,4 +253,54 @@ int ht_sys_read_file(const char *path, char **buf, size_t *len)
 	err = read_all(fd, buf, len);
 	ht_sys.close(fd);
 	return err;
+}
+
+int ht_sys_openat(int dirfd, const char *path, int flags, mode_t mode)
+{
+	int fd = ht_sys.openat(dirfd, path, flags | O_CLOEXEC, mode);
+
+	return fd >= 0 ? fd : neg_errno();
+}
+
+int ht_sys_mkdirat(int dirfd, const char *path, mode_t mode)
+{
+	return ht_sys.mkdirat(dirfd, path, mode) == 0 ? 0 : neg_errno();
+}
+
+int ht_sys_renameat(int dirfd, const char *old, const char *new_path)
+{
+	return ht_sys.renameat2(dirfd, old, dirfd, new_path, RENAME_NOREPLACE) == 0 ? 0 : neg_errno();
+}
+
+int ht_sys_linkat(int dirfd, const char *old, const char *new_path)
+{
+	return ht_sys.linkat(dirfd, old, dirfd, new_path, 0) == 0 ? 0 : neg_errno();
+}
+
+int ht_sys_unlinkat(int dirfd, const char *path)
+{
+	return ht_sys.unlinkat(dirfd, path, 0) == 0 ? 0 : neg_errno();
+}
+
+int ht_sys_ftruncate(int fd, off_t len)
+{
+	return ht_sys.ftruncate(fd, len) == 0 ? 0 : neg_errno();
+}
+
+int ht_sys_fstatfs(int fd, struct statfs *st)
+{
+	return ht_sys.fstatfs(fd, st) == 0 ? 0 : neg_errno();
+}
+
+int ht_sys_map_file(int fd, size_t len, int prot, int shared, void **out)
+{
+	/* NORESERVE: a private mapping of a hugetlbfs file would otherwise
+	 * reserve a second copy of every page for copy-on-write. */
+	int flags = shared ? MAP_SHARED : MAP_PRIVATE | MAP_NORESERVE;
+	void *p = ht_sys.mmap(NULL, len, prot, flags, fd, 0);
+
+	if (p == MAP_FAILED)
+		return neg_errno();
+	*out = p;
+	return 0;
 }

@@ -15,6 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/types.h>
 
 struct ht_sys {
@@ -29,6 +30,16 @@ struct ht_sys {
 	ssize_t (*write)(int fd, const void *buf, size_t len);
 	int (*close)(int fd);
 	int (*fstat)(int fd, struct stat *st);
+	/* hugetlbfs and the shared cache */
+	int (*openat)(int dirfd, const char *path, int flags, mode_t mode);
+	int (*mkdirat)(int dirfd, const char *path, mode_t mode);
+	int (*renameat2)(int olddir, const char *old, int newdir, const char *new_path, unsigned flags);
+	int (*unlinkat)(int dirfd, const char *path, int flags);
+	int (*linkat)(int olddir, const char *old, int newdir, const char *new_path, int flags);
+	int (*ftruncate)(int fd, off_t len);
+	int (*fstatfs)(int fd, struct statfs *st);
+	/* the monotonic clock, in ms, so tests can make time pass */
+	double (*clock_ms)(void);
 };
 
 /* The table in use.  Tests replace entries to inject failures. */
@@ -49,6 +60,17 @@ ssize_t ht_sys_pread_full(int fd, void *buf, size_t len, off_t off);
 int ht_sys_write_full(int fd, const void *buf, size_t len);
 int ht_sys_close(int fd);
 int ht_sys_fstat(int fd, struct stat *st);
+
+int ht_sys_openat(int dirfd, const char *path, int flags, mode_t mode);
+int ht_sys_mkdirat(int dirfd, const char *path, mode_t mode);
+/* Never replaces an existing @new_path: -EEXIST instead. */
+int ht_sys_renameat(int dirfd, const char *old, const char *new_path);
+int ht_sys_unlinkat(int dirfd, const char *path);
+int ht_sys_linkat(int dirfd, const char *old, const char *new_path);
+int ht_sys_ftruncate(int fd, off_t len);
+int ht_sys_fstatfs(int fd, struct statfs *st);
+/* Maps @len bytes of @fd; hugetlbfs files come back 2 MiB aligned. */
+int ht_sys_map_file(int fd, size_t len, int prot, int shared, void **out);
 
 /* Read a whole (proc) file into a malloc'ed, NUL-terminated buffer. */
 int ht_sys_read_file(const char *path, char **buf, size_t *len);

@@ -82,6 +82,7 @@ struct ht_options {
 	int share;               /* nonzero: use the shared text cache */
 	int perf_map;            /* nonzero: write /tmp/perf-PID.map entries */
 	int fill;                /* 0: automatic; 1: pread from the file; 2: memcpy */
+	const char *share_dir;   /* NULL, or the cache directory (on hugetlbfs) */
 };
 
 /* The outcome for one region (one executable segment of one object). */
@@ -96,6 +97,8 @@ struct ht_region {
 	enum ht_error error;  /* HT_E_NONE when status is HT_STATUS_OK */
 	int sys_errno;        /* errno of the failing call, or 0 */
 	const char *fill;     /* "pread", "memcpy" or "" */
+	const char *cache;    /* with share: "hit", "miss", "refused"; else "" */
+	const char *cache_error; /* why the cache was refused, or "" */
 };
 
 /**

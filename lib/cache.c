@@ -1,0 +1,269 @@
+/* SPDX-License-Identifier: MIT */
+/* The shared text cache (see cache.h). */
+#include "cache.h"
+#include "pool.h"
+#include "sys.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+/* How many places of a hit are compared with the live code. */
+#define HT_CACHE_SAMPLES 16
+#define HT_CACHE_SAMPLE_LEN 64
+
+int ht_cache_name(const struct ht_cache_key *k, char *buf, size_t len)
+{
+	char id[2 * 64 + 1];
+	int n;
+
+	if (k->build_id) {
+		size_t idlen = k->build_id_len > 64 ? 64 : k->build_id_len;
+
+		for (size_t i = 0; i < idlen; i++)
+			snprintf(id + 2 * i, 3, "%02x", k->build_id[i]);
+		id[2 * idlen] = '\0';
+		n = snprintf(buf, len, "b-%s-%llx-%llx-%llx.text", id,
+			     (unsigned long long)k->file_off, (unsigned long long)k->len,
+			     (unsigned long long)k->mapped);
+	} else {
+		n = snprintf(buf, len, "f-%llx-%llx-%llx-%llx.%09ld-%llx-%llx-%llx.text",
+			     (unsigned long long)k->dev, (unsigned long long)k->ino,
+			     (unsigned long long)k->size, (unsigned long long)k->mtime_sec,
+			     k->mtime_nsec, (unsigned long long)k->file_off,
+			     (unsigned long long)k->len, (unsigned long long)k->mapped);
+	}
+	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : n;
+}
+
+const char *ht_cache_distrust(const struct stat *st, uid_t euid, int want_dir)
+{
+	if (want_dir ? !S_ISDIR(st->st_mode) : !S_ISREG(st->st_mode))
+		return want_dir ? "cache directory is not a directory" : "cache entry is not a regular file";
+	if (st->st_uid != euid && st->st_uid != 0)
+		return want_dir ? "cache directory belongs to another user" : "cache entry belongs to another user";
+	if (st->st_mode & (S_IWGRP | S_IWOTH))
+		return want_dir ? "cache directory is group- or world-writable" : "cache entry is group- or world-writable";
+	return NULL;
+}
+
+static int refuse(struct ht_region *r, const char *why, int err)
+{
+	r->cache = "refused";
+	r->cache_error = why;
+	return err < 0 ? err : -EPERM;
+}
+
+/* The directory must be ours (or root's), private, and on 2 MiB hugetlbfs. */
+static int check_dir(int fd, struct ht_region *r)
+{
+	struct stat st;
+	struct statfs sfs;
+	const char *why;
+
+	if (ht_sys_fstat(fd, &st) < 0 || ht_sys_fstatfs(fd, &sfs) < 0)
+		return refuse(r, "cannot stat the cache directory", -EIO);
+	why = ht_cache_distrust(&st, geteuid(), 1);
+	if (why)
+		return refuse(r, why, -EPERM);
+	if ((unsigned long)sfs.f_type != HT_HUGETLBFS_MAGIC || (size_t)sfs.f_bsize != HT_HUGE_PAGE_SIZE)
+		return refuse(r, "cache directory is not on a 2 MiB hugetlbfs", -EINVAL);
+	return 0;
+}
+
+/* <first 2 MiB hugetlbfs mount>/hugetext-<uid>, made private if new. */
+static int open_default_dir(struct ht_region *r)
+{
+	char *buf, mnt[512], name[32];
+	size_t len;
+	long def = ht_default_hugepage_kb();
+	int mfd, fd, err;
+
+	if (ht_sys_read_file("/proc/self/mounts", &buf, &len) < 0)
+		return refuse(r, "cannot read /proc/self/mounts", -EIO);
+	err = ht_find_hugetlbfs(buf, len, HT_HUGE_PAGE_SIZE / 1024, def > 0 ? (uint64_t)def : 0,
+				mnt, sizeof(mnt));
+	free(buf);
+	if (err < 0)
+		return err; /* no mount: the cache is simply off */
+	mfd = ht_sys_open(mnt, O_RDONLY | O_DIRECTORY, 0);
+	if (mfd < 0)
+		return refuse(r, "cannot open the hugetlbfs mount", mfd);
+	snprintf(name, sizeof(name), "hugetext-%u", (unsigned)geteuid());
+	err = ht_sys_mkdirat(mfd, name, 0700);
+	fd = err == 0 || err == -EEXIST ? ht_sys_openat(mfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW, 0) : err;
+	ht_sys_close(mfd);
+	return fd >= 0 ? fd : refuse(r, "cannot open the cache directory", fd);
+}
+
+static int open_dir(const struct ht_options *opt, struct ht_region *r)
+{
+	int fd, err;
+
+	if (opt->share_dir) {
+		fd = ht_sys_open(opt->share_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW, 0);
+		if (fd < 0)
+			return refuse(r, "cannot open HUGETEXT_SHARE_DIR", fd);
+	} else {
+		fd = open_default_dir(r);
+		if (fd < 0)
+			return fd;
+	}
+	err = check_dir(fd, r);
+	if (err < 0) {
+		ht_sys_close(fd);
+		return err;
+	}
+	return fd;
+}
+
+/* A stale or damaged entry differs from the live code somewhere; look in a few places. */
+static int same_code(const char *copy, struct ht_span span, size_t mapped)
+{
+	size_t step = mapped / HT_CACHE_SAMPLES;
+
+	for (int i = 0; i < HT_CACHE_SAMPLES; i++) {
+		size_t at = (size_t)i * step & ~(size_t)(HT_CACHE_SAMPLE_LEN - 1);
+
+		if (i == HT_CACHE_SAMPLES - 1)
+			at = mapped - HT_CACHE_SAMPLE_LEN;
+		if (memcmp(copy + at, (const char *)span.start + at, HT_CACHE_SAMPLE_LEN) != 0)
+			return 0;
+	}
+	return 1;
+}
+
+/*
+ * Opens the entry through a private link that is gone before the code
+ * runs, so /proc/self/maps shows the mapping as deleted.  Programs that
+ * reopen their code's file from maps (V8 remaps its builtins that way,
+ * and cannot map a hugetlbfs file at a 4 KiB offset) then fall back to a
+ * copy instead of failing.
+ */
+static int open_entry(int dirfd, const char *name)
+{
+	char link[300];
+	int fd, err;
+
+	snprintf(link, sizeof(link), "%s.tmp.%ld.link", name, (long)getpid());
+	err = ht_sys_linkat(dirfd, name, link);
+	if (err == -EEXIST) {
+		ht_sys_unlinkat(dirfd, link);
+		err = ht_sys_linkat(dirfd, name, link);
+	}
+	if (err < 0)
+		return err;
+	fd = ht_sys_openat(dirfd, link, O_RDONLY | O_NOFOLLOW, 0);
+	ht_sys_unlinkat(dirfd, link);
+	return fd;
+}
+
+/* Maps a complete, trusted entry as a copy ready to swap in. */
+static int map_entry(int dirfd, const char *name, struct ht_span span, size_t mapped,
+		     char **copy, struct ht_region *r)
+{
+	size_t len = span.end - span.start;
+	struct stat st;
+	const char *why;
+	void *p;
+	int fd = open_entry(dirfd, name);
+	int err;
+
+	if (fd < 0)
+		return fd == -ENOENT ? fd : refuse(r, "cannot open the cache entry", fd);
+	/* fstat on the descriptor we map, never on the path: no swap in between. */
+	err = ht_sys_fstat(fd, &st);
+	why = err < 0 ? "cannot stat the cache entry" : ht_cache_distrust(&st, geteuid(), 0);
+	if (!why && (uint64_t)st.st_size != len)
+		why = "cache entry has the wrong size (truncated?)";
+	if (!why && (err = ht_sys_map_file(fd, len, PROT_READ | PROT_EXEC, 0, &p)) < 0)
+		why = "cannot map the cache entry";
+	ht_sys_close(fd);
+	if (why)
+		return refuse(r, why, err < 0 ? err : -EPERM);
+	if (!same_code(p, span, mapped)) {
+		ht_sys_unmap(p, len);
+		return refuse(r, "cache entry differs from the code (stale or damaged)", -ESTALE);
+	}
+	*copy = p;
+	return 0;
+}
+
+/* Fills a new entry under a temporary name and publishes it whole. */
+static int fill_entry(const struct ht_options *opt, int dirfd, const char *name,
+		      struct ht_span span, const struct ht_source *src, struct ht_region *r)
+{
+	size_t len = span.end - span.start;
+	long avail = ht_pool_available_2m();
+	char tmp[300];
+	void *p;
+	int fd, err;
+
+	if (avail < 0 || (size_t)avail < len / HT_HUGE_PAGE_SIZE)
+		return refuse(r, "too few free pages in the explicit pool for the cache", -ENOMEM);
+	snprintf(tmp, sizeof(tmp), "%s.tmp.%ld", name, (long)getpid());
+	fd = ht_sys_openat(dirfd, tmp, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW, 0600);
+	if (fd < 0)
+		return refuse(r, "cannot create a cache entry", fd);
+	/* A shared hugetlbfs mapping reserves its pages now, so the fill cannot fault. */
+	err = ht_sys_ftruncate(fd, (off_t)len);
+	if (err == 0)
+		err = ht_sys_map_file(fd, len, PROT_READ | PROT_WRITE, 1, &p);
+	ht_sys_close(fd);
+	if (err == 0) {
+		ht_fill(opt, span, src, p, len, r);
+		ht_sys_unmap(p, len);
+		err = ht_sys_renameat(dirfd, tmp, name);
+	}
+	if (err < 0)
+		ht_sys_unlinkat(dirfd, tmp);
+	/* Someone else published the same entry first: theirs is as good. */
+	if (err == -EEXIST)
+		return 0;
+	return err < 0 ? refuse(r, "cannot fill the cache entry", err) : 0;
+}
+
+static int cache_move_in(const struct ht_options *opt, int dirfd, const char *name,
+			 struct ht_span span, const struct ht_source *src, struct ht_region *r)
+{
+	char *copy;
+	int err = map_entry(dirfd, name, span, src->mapped, &copy, r);
+
+	r->cache = "hit";
+	if (err == -ENOENT) {
+		r->cache = "miss";
+		err = fill_entry(opt, dirfd, name, span, src, r);
+		if (err == 0)
+			err = map_entry(dirfd, name, span, src->mapped, &copy, r);
+	}
+	if (err < 0)
+		return err;
+	r->mode = HT_MODE_EXPLICIT;
+	r->huge_bytes = span.end - span.start;
+	err = ht_swap_in(copy, span, src, r);
+	if (err < 0)
+		return refuse(r, "cannot swap the cache entry in", err);
+	return 0;
+}
+
+int ht_cache_move(const struct ht_options *opt, const struct ht_cache_key *key,
+		  struct ht_span span, const struct ht_source *src, struct ht_region *r)
+{
+	char name[256];
+	int dirfd, err;
+
+	r->cache = "";
+	r->cache_error = "";
+	if (ht_cache_name(key, name, sizeof(name)) < 0)
+		return refuse(r, "cache key too long", -ENAMETOOLONG);
+	dirfd = open_dir(opt, r);
+	if (dirfd < 0)
+		return dirfd;
+	err = cache_move_in(opt, dirfd, name, span, src, r);
+	ht_sys_close(dirfd);
+	return err;
+}

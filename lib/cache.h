@@ -1,0 +1,51 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The shared text cache: copies of code spans in files on hugetlbfs, so
+ * that N processes of one program hold one copy and a warm start copies
+ * nothing.  A cache file is code other processes will run, so nothing is
+ * mapped unless only the caller (or root) could have written it.
+ */
+#ifndef HT_CACHE_H
+#define HT_CACHE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/stat.h>
+
+#include "internal.h"
+
+/* What names a cache entry. */
+struct ht_cache_key {
+	const unsigned char *build_id; /* NULL: use the file identity below */
+	size_t build_id_len;
+	uint64_t dev, ino, size;
+	int64_t mtime_sec;
+	long mtime_nsec;
+	uint64_t file_off;             /* file offset of the span's start */
+	uint64_t len, mapped;          /* span length; bytes of it that are code */
+};
+
+/*
+ * Formats the entry's file name ("b-<build-id>-..." or "f-<dev>-...").
+ * Returns: its length, or -ENAMETOOLONG.
+ */
+int ht_cache_name(const struct ht_cache_key *k, char *buf, size_t len);
+
+/*
+ * Why a cache directory or file may not be trusted by @euid, or NULL when
+ * it may: it must belong to @euid or root and be writable by no one else.
+ */
+const char *ht_cache_distrust(const struct stat *st, uid_t euid, int want_dir);
+
+/*
+ * Moves the span through the cache: maps a trusted, complete, fresh entry
+ * (r->cache "hit"), or fills one first (r->cache "miss").
+ * Returns: 0 when the span was swapped in; a negative errno when the caller
+ * should go on without the cache, with r->cache and r->cache_error saying
+ * why ("refused"), or r->cache "" when no cache directory exists.
+ * The program is untouched in every failing case.
+ */
+int ht_cache_move(const struct ht_options *opt, const struct ht_cache_key *key,
+		  struct ht_span span, const struct ht_source *src, struct ht_region *r);
+
+#endif
