@@ -13,7 +13,7 @@
 #include <unistd.h>
 
 /* How many places of a hit are compared with the live code. */
-#define HT_CACHE_SAMPLES 16
+#define HT_CACHE_SAMPLES 32
 #define HT_CACHE_SAMPLE_LEN 64
 
 int ht_cache_name(const struct ht_cache_key *k, char *buf, size_t len)
@@ -121,15 +121,20 @@ static int open_dir(const struct ht_options *opt, struct ht_region *r)
 	return fd;
 }
 
-/* A stale or damaged entry differs from the live code somewhere; look in a few places. */
+/*
+ * A stale or damaged entry differs from the live code somewhere; look in a
+ * few places, the first and last bytes included.  Offsets wander inside
+ * each stride so that regular code layouts cannot line the samples up on
+ * padding.  Reading all of it would cost more than the whole warm start.
+ */
 static int same_code(const char *copy, struct ht_span span, size_t mapped)
 {
 	size_t step = mapped / HT_CACHE_SAMPLES;
 
-	for (int i = 0; i < HT_CACHE_SAMPLES; i++) {
-		size_t at = (size_t)i * step & ~(size_t)(HT_CACHE_SAMPLE_LEN - 1);
+	for (size_t i = 0; i < HT_CACHE_SAMPLES; i++) {
+		size_t at = i * step + (i * 40503u) % (step > HT_CACHE_SAMPLE_LEN ? step - HT_CACHE_SAMPLE_LEN : 1);
 
-		if (i == HT_CACHE_SAMPLES - 1)
+		if (i == HT_CACHE_SAMPLES - 1 || at + HT_CACHE_SAMPLE_LEN > mapped)
 			at = mapped - HT_CACHE_SAMPLE_LEN;
 		if (memcmp(copy + at, (const char *)span.start + at, HT_CACHE_SAMPLE_LEN) != 0)
 			return 0;
@@ -230,18 +235,19 @@ static int fill_entry(const struct ht_options *opt, int dirfd, const char *name,
 static int cache_move_in(const struct ht_options *opt, int dirfd, const char *name,
 			 struct ht_span span, const struct ht_source *src, struct ht_region *r)
 {
+	const char *how = "hit";
 	char *copy;
 	int err = map_entry(dirfd, name, span, src->mapped, &copy, r);
 
-	r->cache = "hit";
 	if (err == -ENOENT) {
-		r->cache = "miss";
+		how = "miss";
 		err = fill_entry(opt, dirfd, name, span, src, r);
 		if (err == 0)
 			err = map_entry(dirfd, name, span, src->mapped, &copy, r);
 	}
 	if (err < 0)
-		return err;
+		return err == -ENOENT ? refuse(r, "cache entry vanished", err) : err;
+	r->cache = how;
 	r->mode = HT_MODE_EXPLICIT;
 	r->huge_bytes = span.end - span.start;
 	err = ht_swap_in(copy, span, src, r);

@@ -2,12 +2,13 @@
  * A program with tens of MiB of code, for the preload tests.  It prints a
  * checksum that needs every function, the number of its open descriptors,
  * and (with "smaps") the bytes of its own text on huge pages, counted here
- * independently of the library.
+ * independently of the library.  "hold MS" keeps it alive for MS ms.
  */
 #include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "bigtext.h"
 
@@ -25,7 +26,7 @@ static int count_fds(void)
 	return n - 1; /* the directory's own descriptor */
 }
 
-/* Sums AnonHugePages of the mappings that overlap the generated code. */
+/* Sums the huge pages (THP and hugetlb) of the mappings that overlap the code. */
 static unsigned long huge_kb(void)
 {
 	FILE *f = fopen("/proc/self/smaps", "r");
@@ -38,7 +39,9 @@ static unsigned long huge_kb(void)
 	while (fgets(line, sizeof(line), f)) {
 		if (sscanf(line, "%lx-%lx ", &lo, &hi) == 2)
 			in = hi > (unsigned long)bigtext_start && lo < (unsigned long)bigtext_end;
-		else if (in && sscanf(line, "AnonHugePages: %lu kB", &kb) == 1)
+		else if (in && (sscanf(line, "AnonHugePages: %lu kB", &kb) == 1 ||
+				sscanf(line, "Private_Hugetlb: %lu kB", &kb) == 1 ||
+				sscanf(line, "Shared_Hugetlb: %lu kB", &kb) == 1))
 			total += kb;
 	}
 	fclose(f);
@@ -51,5 +54,11 @@ int main(int argc, char **argv)
 	printf("fds %d\n", count_fds());
 	if (argc > 1 && strcmp(argv[1], "smaps") == 0)
 		printf("huge_kb %lu\n", huge_kb());
+	/* "hold MS": stay alive a while, so a test can look at several at once. */
+	if (argc > 2 && strcmp(argv[1], "hold") == 0) {
+		printf("ready\n");
+		fflush(stdout);
+		usleep((useconds_t)atoi(argv[2]) * 1000);
+	}
 	return 0;
 }

@@ -29,7 +29,8 @@ static void check_moved(const std::string &prog)
 	std::string report = temp_path("report.json");
 	run_result plain = run_cmd({ prog, "smaps" });
 	run_result moved = run_cmd({ prog, "smaps" },
-				   { "LD_PRELOAD=" + preload(), "HUGETEXT_REPORT=" + report });
+				   { "LD_PRELOAD=" + preload(), "HUGETEXT_REPORT=" + report,
+				     "HUGETEXT_MODE=thp" });
 
 	INFO(prog << "\n" << moved.err);
 	REQUIRE(plain.status == 0);
