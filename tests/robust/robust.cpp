@@ -1,0 +1,353 @@
+#include "robust.hpp"
+
+#include <cerrno>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <dirent.h>
+#include <fcntl.h>
+#include <fstream>
+#include <poll.h>
+#include <sstream>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+extern char **environ;
+
+static double now_s()
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static std::vector<std::string> make_env(const std::vector<std::string> &extra)
+{
+	std::vector<std::string> env;
+
+	for (char **e = environ; *e; e++)
+		env.emplace_back(*e);
+	for (const auto &x : extra) {
+		auto eq = x.find('=');
+		std::string name = x.substr(0, eq) + "=";
+
+		for (auto it = env.begin(); it != env.end();)
+			it = it->compare(0, name.size(), name) == 0 ? env.erase(it) : it + 1;
+		if (eq != std::string::npos)
+			env.push_back(x);
+	}
+	return env;
+}
+
+prog_result run_prog(const std::vector<std::string> &argv, const prog_opts &o)
+{
+	prog_result r;
+	std::vector<std::string> env = make_env(o.env);
+	std::vector<char *> av, ev;
+	int out[2], err[2];
+
+	for (auto &a : argv)
+		av.push_back(const_cast<char *>(a.c_str()));
+	av.push_back(nullptr);
+	for (auto &e : env)
+		ev.push_back(const_cast<char *>(e.c_str()));
+	ev.push_back(nullptr);
+	if (pipe2(out, O_CLOEXEC) || pipe2(err, O_CLOEXEC)) {
+		r.err = "pipe failed";
+		return r;
+	}
+	pid_t pid = fork();
+	if (pid == 0) {
+		// Own process group, so a time-out kills whatever it started too.
+		setpgid(0, 0);
+		int in = open(o.stdin_path.c_str(), O_RDONLY);
+		if (in >= 0 && in != 0) {
+			dup2(in, 0);
+			close(in);
+		}
+		dup2(out[1], 1);
+		dup2(err[1], 2);
+		if (!o.cwd.empty() && chdir(o.cwd.c_str()) != 0)
+			_exit(126);
+		execvpe(av[0], av.data(), ev.data());
+		_exit(127);
+	}
+	close(out[1]);
+	close(err[1]);
+	if (pid < 0) {
+		close(out[0]);
+		close(err[0]);
+		r.err = "fork failed";
+		return r;
+	}
+	struct pollfd p[2] = { { out[0], POLLIN, 0 }, { err[0], POLLIN, 0 } };
+	double deadline = now_s() + o.timeout_s;
+	int open_fds = 2;
+	char buf[65536];
+
+	while (open_fds > 0) {
+		int left_ms = (int)((deadline - now_s()) * 1000);
+		if (left_ms <= 0) {
+			r.timed_out = true;
+			kill(-pid, SIGKILL);
+			kill(pid, SIGKILL);
+			break;
+		}
+		if (poll(p, 2, left_ms) < 0 && errno != EINTR)
+			break;
+		for (int i = 0; i < 2; i++) {
+			if (p[i].fd < 0 || !(p[i].revents & (POLLIN | POLLHUP | POLLERR)))
+				continue;
+			ssize_t n = read(p[i].fd, buf, sizeof(buf));
+			if (n <= 0) {
+				close(p[i].fd);
+				p[i].fd = -1;
+				open_fds--;
+				continue;
+			}
+			(i ? r.err : r.out).append(buf, (size_t)n);
+		}
+	}
+	for (auto &x : p)
+		if (x.fd >= 0)
+			close(x.fd);
+	int st = 0;
+	if (r.timed_out) {
+		waitpid(pid, &st, 0);
+		r.status = 128 + SIGKILL;
+		return r;
+	}
+	// The pipes closed; the program may still be exiting.
+	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+		;
+	r.status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+	return r;
+}
+
+std::string preload_path()
+{
+	return build_path("lib/libhugetext-preload.so");
+}
+
+std::string ld_preload(const std::vector<std::string> &libs)
+{
+	std::string v = "LD_PRELOAD=";
+	const char *san = std::getenv("HT_SANITIZER_PRELOAD");
+
+	// An ASan-built preload needs the ASan runtime ahead of every other
+	// library, or the runtime refuses to start.
+	if (san && *san)
+		v += std::string(san) + " ";
+	for (size_t i = 0; i < libs.size(); i++)
+		v += (i ? " " : "") + libs[i];
+	return v;
+}
+
+std::string ld_preload_hugetext()
+{
+	return ld_preload({ preload_path() });
+}
+
+std::string line_value(const std::string &out, const std::string &key)
+{
+	size_t at = 0;
+
+	while ((at = out.find(key + " ", at)) != std::string::npos) {
+		if (at == 0 || out[at - 1] == '\n') {
+			size_t end = out.find('\n', at);
+			return out.substr(at + key.size() + 1,
+					  end == std::string::npos ? std::string::npos : end - at - key.size() - 1);
+		}
+		at++;
+	}
+	return "";
+}
+
+static bool parse_range(const std::string &line, uintptr_t *lo, uintptr_t *hi)
+{
+	unsigned long a, b;
+
+	if (std::sscanf(line.c_str(), "%lx-%lx", &a, &b) != 2)
+		return false;
+	*lo = a;
+	*hi = b;
+	return true;
+}
+
+std::vector<std::string> maps_lines(uintptr_t lo, uintptr_t hi)
+{
+	std::vector<std::string> v;
+	std::istringstream in(read_file("/proc/self/maps"));
+	std::string line;
+	uintptr_t a, b;
+
+	while (std::getline(in, line))
+		if (parse_range(line, &a, &b) && a < hi && b > lo)
+			v.push_back(line);
+	return v;
+}
+
+bool maps_entry(uintptr_t addr, uintptr_t *lo, uintptr_t *hi, std::string *out)
+{
+	std::istringstream in(read_file("/proc/self/maps"));
+	std::string line;
+	uintptr_t a, b;
+
+	while (std::getline(in, line)) {
+		if (parse_range(line, &a, &b) && a <= addr && addr < b) {
+			*lo = a;
+			*hi = b;
+			if (out)
+				*out = line;
+			return true;
+		}
+	}
+	return false;
+}
+
+int count_open_fds()
+{
+	DIR *d = opendir("/proc/self/fd");
+	int n = 0;
+
+	if (!d)
+		return -1;
+	while (struct dirent *e = readdir(d))
+		n += e->d_name[0] != '.';
+	closedir(d);
+	return n - 1;
+}
+
+uint64_t huge_bytes_in(uintptr_t lo, uintptr_t hi)
+{
+	std::istringstream in(read_file("/proc/self/smaps"));
+	std::string line;
+	uintptr_t a, b;
+	bool inside = false;
+	uint64_t total = 0;
+	unsigned long kb;
+
+	while (std::getline(in, line)) {
+		if (parse_range(line, &a, &b) && line.find(" kB") == std::string::npos)
+			inside = a < hi && b > lo;
+		else if (inside && (std::sscanf(line.c_str(), "AnonHugePages: %lu kB", &kb) == 1 ||
+				    std::sscanf(line.c_str(), "Private_Hugetlb: %lu kB", &kb) == 1 ||
+				    std::sscanf(line.c_str(), "Shared_Hugetlb: %lu kB", &kb) == 1))
+			total += (uint64_t)kb * 1024;
+	}
+	return total;
+}
+
+std::string write_setting(const std::string &path, const std::string &value)
+{
+	int fd = open(path.c_str(), O_WRONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return path + ": " + std::strerror(errno);
+	ssize_t n = write(fd, value.data(), value.size());
+	int e = errno;
+	close(fd);
+	if (n != (ssize_t)value.size())
+		return path + " <- " + value + ": " + std::strerror(n < 0 ? e : EIO);
+	return "";
+}
+
+std::string read_setting(const std::string &path)
+{
+	std::string s = read_file(path);
+	auto a = s.find('['), b = s.find(']');
+
+	if (a != std::string::npos && b != std::string::npos && b > a)
+		return s.substr(a + 1, b - a - 1);
+	while (!s.empty() && (s.back() == '\n' || s.back() == ' '))
+		s.pop_back();
+	return s;
+}
+
+// The guards' saved values, in fixed buffers a signal handler may read.
+namespace {
+struct slot {
+	volatile sig_atomic_t used;
+	char path[256];
+	char value[256];
+};
+slot slots[8];
+bool handlers_installed;
+
+void restore_all()
+{
+	for (auto &s : slots) {
+		if (!s.used)
+			continue;
+		int fd = open(s.path, O_WRONLY | O_CLOEXEC);
+		if (fd >= 0) {
+			ssize_t n = write(fd, s.value, strlen(s.value));
+			(void)n;
+			close(fd);
+		}
+		s.used = 0;
+	}
+}
+
+void on_fatal(int sig)
+{
+	restore_all();
+	signal(sig, SIG_DFL);
+	raise(sig);
+}
+
+void install_handlers()
+{
+	if (handlers_installed)
+		return;
+	handlers_installed = true;
+	for (int sig : { SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGSEGV, SIGBUS, SIGABRT, SIGFPE, SIGILL })
+		signal(sig, on_fatal);
+	std::atexit(restore_all);
+}
+} // namespace
+
+setting_guard::setting_guard(const std::string &path, const std::string &restore)
+	: path_(path), saved_(restore.empty() ? read_setting(path) : restore)
+{
+	install_handlers();
+	for (int i = 0; i < (int)(sizeof(slots) / sizeof(slots[0])); i++) {
+		if (slots[i].used)
+			continue;
+		std::snprintf(slots[i].path, sizeof(slots[i].path), "%s", path_.c_str());
+		std::snprintf(slots[i].value, sizeof(slots[i].value), "%s", saved_.c_str());
+		slots[i].used = 1;
+		slot_ = i;
+		break;
+	}
+}
+
+setting_guard::~setting_guard()
+{
+	write_setting(path_, saved_);
+	if (slot_ >= 0)
+		slots[slot_].used = 0;
+}
+
+std::string setting_guard::set(const std::string &value)
+{
+	return write_setting(path_, value);
+}
+
+long pool_free_2m()
+{
+	const std::string dir = "/sys/kernel/mm/hugepages/hugepages-2048kB/";
+	std::string f = read_file(dir + "free_hugepages"), r = read_file(dir + "resv_hugepages");
+
+	if (f.empty() || r.empty())
+		return -1;
+	long v = std::atol(f.c_str()) - std::atol(r.c_str());
+	return v < 0 ? 0 : v;
+}
+
+bool is_root()
+{
+	return geteuid() == 0;
+}

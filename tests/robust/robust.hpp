@@ -1,0 +1,75 @@
+// Helpers shared by the robustness tests: running programs with a time
+// limit (and the sanitizer runtime in front of the preload), snapshots of
+// /proc/self/maps, and guards that put system settings back however a test
+// ends.
+#ifndef HT_ROBUST_HPP
+#define HT_ROBUST_HPP
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "../helpers.hpp"
+
+struct prog_result {
+	int status = -1;        // exit status, or 128 + signal
+	bool timed_out = false; // killed after the time limit
+	std::string out, err;
+};
+
+struct prog_opts {
+	std::vector<std::string> env; // "NAME=value" sets, "NAME" removes
+	std::string cwd;              // "" keeps the current directory
+	std::string stdin_path = "/dev/null";
+	double timeout_s = 60;
+};
+
+// Runs argv (argv[0] looked up in PATH) and collects its output.
+prog_result run_prog(const std::vector<std::string> &argv, const prog_opts &o = {});
+
+// The preload library of this build.
+std::string preload_path();
+// "LD_PRELOAD=..." with the sanitizer runtime first when the build has one
+// (meson passes it as HT_SANITIZER_PRELOAD), then @libs.
+std::string ld_preload(const std::vector<std::string> &libs);
+std::string ld_preload_hugetext();
+
+// A "key value" line of the test programs' output ("sum 123").
+std::string line_value(const std::string &out, const std::string &key);
+
+// The lines of /proc/self/maps that overlap [lo, hi).
+std::vector<std::string> maps_lines(uintptr_t lo, uintptr_t hi);
+// The /proc/self/maps entry holding @addr: [*lo, *hi).
+bool maps_entry(uintptr_t addr, uintptr_t *lo, uintptr_t *hi, std::string *line = nullptr);
+int count_open_fds();
+// Huge page bytes (AnonHugePages + hugetlb) of /proc/self/smaps in [lo, hi).
+uint64_t huge_bytes_in(uintptr_t lo, uintptr_t hi);
+
+// Writes @value to a sysfs/procfs file; returns "" or the error text.
+std::string write_setting(const std::string &path, const std::string &value);
+// The current choice of a "a [b] c" sysfs file, or its whole trimmed text.
+std::string read_setting(const std::string &path);
+
+// Sets a system file for the guard's lifetime and writes the old value back
+// when the guard dies, when the test program exits, or when it is killed by
+// a signal (SIGTERM from meson's timeout, SIGSEGV, SIGABRT...).
+class setting_guard {
+public:
+	// @restore: what to write back; by default the value read now.
+	setting_guard(const std::string &path, const std::string &restore = "");
+	~setting_guard();
+	setting_guard(const setting_guard &) = delete;
+	setting_guard &operator=(const setting_guard &) = delete;
+	std::string set(const std::string &value);
+	const std::string &saved() const { return saved_; }
+
+private:
+	std::string path_, saved_;
+	int slot_ = -1;
+};
+
+// Free 2 MiB pages of the hugetlb pool (free minus reserved), -1 unknown.
+long pool_free_2m();
+bool is_root();
+
+#endif
