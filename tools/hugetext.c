@@ -1,25 +1,67 @@
 /* SPDX-License-Identifier: MIT */
-/* hugetext: the command-line tool.  Subcommands come with the tools work. */
+/* hugetext: one command for hugeedit's, hugectl's and hugeadm's jobs. */
 #include <stdio.h>
 #include <string.h>
 
 #include "hugetext.h"
+#include "tool.h"
+
+static const struct {
+	const char *name;
+	int (*fn)(int argc, char **argv);
+	const char *argv0; /* getopt's name in its messages */
+} commands[] = {
+	{ "edit", hte_cmd_edit, "hugetext edit" },
+	{ "check", hte_cmd_check, "hugetext check" },
+	{ "run", hte_cmd_run, "hugetext run" },
+	{ "pool", hte_cmd_pool, "hugetext pool" },
+};
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: hugetext [--help] [--version] COMMAND [ARGS]\n");
+	fputs("usage: hugetext [--help] [--version] COMMAND [ARGS]\n"
+	      "\n"
+	      "Move a program's code onto 2 MiB huge pages, and check that it worked.\n"
+	      "\n"
+	      "commands:\n"
+	      "  edit [--text] [--data] [--disable] FILE...\n"
+	      "        show or set libhugetlbfs's huge page flag of ELF segments (hugeedit)\n"
+	      "  check [--json] [--symbols] FILE | PID\n"
+	      "        how much of a file's code can go onto huge pages; how much of a\n"
+	      "        process's code is on them\n"
+	      "  run [OPTIONS] -- CMD [ARG...]\n"
+	      "        run CMD with its code moved onto huge pages (hugectl)\n"
+	      "  pool [--set N] [--size 2M|1G] [--mount DIR] [--cache-list] [--cache-clear]\n"
+	      "        show and set up the huge page pools and the text cache (hugeadm)\n"
+	      "\n"
+	      "'hugetext COMMAND --help' shows a command's options; man hugetext(1) has more.\n",
+	      f);
 }
 
 int main(int argc, char **argv)
 {
-	if (argc > 1 && strcmp(argv[1], "--version") == 0) {
+	if (argc < 2) {
+		usage(stderr);
+		return HTE_EXIT_USAGE;
+	}
+	if (strcmp(argv[1], "--version") == 0 || strcmp(argv[1], "-V") == 0) {
 		printf("hugetext %s\n", ht_version());
-		return 0;
+		return HTE_EXIT_OK;
 	}
-	if (argc > 1 && strcmp(argv[1], "--help") == 0) {
+	if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "help") == 0) {
 		usage(stdout);
-		return 0;
+		return HTE_EXIT_OK;
 	}
+	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++) {
+		if (strcmp(argv[1], commands[i].name) == 0) {
+			argv[1] = (char *)commands[i].argv0;
+			return commands[i].fn(argc - 1, argv + 1);
+		}
+	}
+	if (argv[1][0] == '-')
+		hte_error(NULL, "unknown option '%s'", argv[1]);
+	else
+		hte_error(NULL, "unknown command '%s'", argv[1]);
 	usage(stderr);
-	return 2;
+	return HTE_EXIT_USAGE;
 }
