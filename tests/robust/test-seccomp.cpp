@@ -1,0 +1,210 @@
+// Description: the preload under a seccomp filter that refuses the calls
+// it needs (mremap, MADV_HUGEPAGE, MAP_HUGETLB, mprotect to executable,
+// anonymous executable mmap), as a sandbox or an execmem policy would.
+// Raw system calls cannot dodge the filter.  Every time: the program's
+// output is unchanged, it exits 0, stderr stays empty unless asked, and
+// the report names what failed.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <string>
+#include <unistd.h>
+
+#include "robust.hpp"
+
+extern "C" {
+#include "hugetext.h"
+}
+
+namespace {
+
+std::string launcher()
+{
+	return build_path("tests/robust/seccomp-run");
+}
+
+std::string pie()
+{
+	return build_path("tests/bigtext-pie");
+}
+
+// The launcher's command line: the variables are set for @cmd only.
+std::vector<std::string> filtered(const std::vector<std::string> &env, const std::string &rules,
+				  const std::vector<std::string> &cmd)
+{
+	std::vector<std::string> v = { launcher() };
+	for (auto &e : env) {
+		v.push_back("-e");
+		v.push_back(e);
+	}
+	v.push_back(rules);
+	v.insert(v.end(), cmd.begin(), cmd.end());
+	return v;
+}
+
+} // namespace
+
+extern "C" const char *test_skip_reason(void)
+{
+	static std::string why;
+
+	if (!thp_enabled())
+		return "transparent huge pages are disabled (enabled is never or absent)";
+	prog_result r = run_prog({ launcher(), "mremap", "true" });
+	if (r.status == 77) {
+		why = "seccomp filters are not available here: " + r.err;
+		return why.c_str();
+	}
+	return nullptr;
+}
+
+namespace {
+
+struct expect {
+	const char *rules;
+	const char *mode;
+	enum ht_status status;
+	enum ht_error error; // when failed
+	int err;             // errno when failed
+};
+
+// Runs @prog under @rules, plain and with the preload, and checks both
+// against a run without any filter.  Returns the report lines.
+std::vector<report_line> run_filtered(const std::string &rules, const std::string &mode,
+				      const std::string &prog = pie(), std::vector<std::string> extra = {})
+{
+	std::string report = temp_path("seccomp.json");
+	prog_result plain = run_prog({ prog, "smaps" });
+	REQUIRE(plain.status == 0);
+
+	// The filter must not hit the program itself: same output without us.
+	prog_result control = run_prog({ launcher(), rules, prog, "smaps" });
+	INFO("control run under " << rules << ": " << control.err);
+	REQUIRE(control.status == 0);
+	REQUIRE(control.out == plain.out);
+
+	std::vector<std::string> env = { ld_preload_hugetext(), "HUGETEXT_REPORT=" + report,
+					 "HUGETEXT_MODE=" + mode };
+	env.insert(env.end(), extra.begin(), extra.end());
+	prog_result r = run_prog(filtered(env, rules, { prog, "smaps" }));
+	INFO("with the preload under " << rules << ", mode " << mode << ": " << r.err);
+	CHECK(r.status == 0);
+	CHECK(line_value(r.out, "sum") == line_value(plain.out, "sum"));
+	CHECK(line_value(r.out, "fds") == line_value(plain.out, "fds"));
+	bool verbose = false;
+	for (auto &e : extra)
+		verbose |= e == "HUGETEXT_VERBOSE=1";
+	if (!verbose)
+		CHECK(r.err.empty());
+	auto lines = read_report(report);
+	unlink(report.c_str());
+	// A failed region leaves the text on small pages.
+	bool any_ok = !ok_lines(lines).empty();
+	if (!any_ok)
+		CHECK(line_value(r.out, "huge_kb") == "0");
+	else
+		CHECK(line_value(r.out, "huge_kb") != "0");
+	return lines;
+}
+
+void check_outcome(const expect &e)
+{
+	auto lines = run_filtered(e.rules, e.mode);
+	INFO("rules " << e.rules << ", mode " << e.mode);
+	REQUIRE(lines.size() == 1);
+	auto &l = lines[0];
+	CHECK(l["status"] == ht_status_str(e.status));
+	if (e.status == HT_STATUS_FAILED) {
+		CHECK(l["error"] == ht_error_str(e.error));
+		CHECK(l["errno"] == std::to_string(e.err));
+	} else {
+		CHECK(l["huge_bytes"] == l["bytes"]);
+	}
+}
+
+} // namespace
+
+TEST_CASE("the filters leave a program without the preload untouched", "[seccomp]")
+{
+	prog_result plain = run_prog({ pie() });
+	for (const char *rules : { "mremap", "madv-hugepage", "madv-collapse", "map-hugetlb", "mprotect-exec",
+				   "mmap-anon-exec", "memfd" }) {
+		prog_result r = run_prog({ launcher(), rules, pie() });
+		INFO(rules << ": " << r.err);
+		CHECK(r.status == 0);
+		CHECK(r.out == plain.out);
+		CHECK(r.err.empty());
+	}
+}
+
+TEST_CASE("a refused mremap fails the region, names it, and the program runs on", "[seccomp]")
+{
+	check_outcome({ "mremap", "thp", HT_STATUS_FAILED, HT_E_SWAP, EPERM });
+	check_outcome({ "mremap:12", "auto", HT_STATUS_FAILED, HT_E_SWAP, ENOMEM });
+}
+
+TEST_CASE("a refused mremap in a non-PIE program changes nothing either", "[seccomp]")
+{
+	auto lines = run_filtered("mremap", "thp", build_path("tests/bigtext-nopie"));
+	REQUIRE(lines.size() == 1);
+	CHECK(lines[0]["status"] == "failed");
+	CHECK(lines[0]["error"] == ht_error_str(HT_E_SWAP));
+}
+
+TEST_CASE("a refused MADV_HUGEPAGE fails the region with the advice error", "[seccomp]")
+{
+	check_outcome({ "madv-hugepage", "thp", HT_STATUS_FAILED, HT_E_ADVISE, EPERM });
+}
+
+TEST_CASE("a refused MADV_COLLAPSE still moves the code when the pages are huge", "[seccomp]")
+{
+	check_outcome({ "madv-collapse", "thp", HT_STATUS_OK, HT_E_NONE, 0 });
+}
+
+TEST_CASE("an execmem policy (mprotect to executable refused) fails the region with EACCES", "[seccomp]")
+{
+	check_outcome({ "mprotect-exec", "thp", HT_STATUS_FAILED, HT_E_PROTECT, EACCES });
+	check_outcome({ "mprotect-exec", "auto", HT_STATUS_FAILED, HT_E_PROTECT, EACCES });
+}
+
+TEST_CASE("refusing anonymous executable mmap does not concern the library", "[seccomp]")
+{
+	// The copy is mapped read+write and made executable with mprotect.
+	check_outcome({ "mmap-anon-exec", "thp", HT_STATUS_OK, HT_E_NONE, 0 });
+}
+
+TEST_CASE("a refused MAP_HUGETLB fails explicit mode and auto mode falls back to THP", "[seccomp]")
+{
+	// Explicit mode checks the pool first: with no room it fails before mmap.
+	long need = 40 / 2 + 2;
+	bool room = pool_free_2m() >= need;
+	if (room)
+		check_outcome({ "map-hugetlb", "explicit", HT_STATUS_FAILED, HT_E_ALLOC, EPERM });
+	else
+		WARN("explicit mode not checked against the filter: the hugetlb pool has no room");
+	auto lines = run_filtered("map-hugetlb", "auto");
+	REQUIRE(lines.size() == 1);
+	CHECK(lines[0]["status"] == "ok");
+	CHECK(lines[0]["mode"] == "thp");
+}
+
+TEST_CASE("everything refused at once: the program still runs the same", "[seccomp]")
+{
+	auto lines = run_filtered("mremap,madv-hugepage,madv-collapse,map-hugetlb,mprotect-exec,mmap-anon-exec,memfd",
+				  "auto");
+	REQUIRE(lines.size() == 1);
+	CHECK(lines[0]["status"] == "failed");
+	CHECK(lines[0]["errno"] != "");
+}
+
+TEST_CASE("verbose mode names the refused call on stderr, and only then", "[seccomp]")
+{
+	prog_result r = run_prog(
+		filtered({ ld_preload_hugetext(), "HUGETEXT_VERBOSE=1", "HUGETEXT_MODE=thp" }, "mremap", { pie() }));
+	CHECK(r.status == 0);
+	CHECK(r.err.find("failed") != std::string::npos);
+	CHECK(r.err.find(ht_error_str(HT_E_SWAP)) != std::string::npos);
+	CHECK(r.err.find("Operation not permitted") != std::string::npos);
+	// One line per region, nothing else.
+	CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+}
