@@ -54,7 +54,15 @@ void hte_print_listing(FILE *out, const char *path, const struct hte_elf *e, con
 	}
 }
 
-static int edit_one(const char *path, unsigned opts, int quiet)
+/* Prints one listing, after a blank line when another came before. */
+static void listing(const char *path, const struct hte_elf *e, const char *note, int *printed)
+{
+	if ((*printed)++)
+		putchar('\n');
+	hte_print_listing(stdout, path, e, note);
+}
+
+static int edit_one(const char *path, unsigned opts, int quiet, int *printed)
 {
 	struct hte_file f;
 	char note[64];
@@ -63,7 +71,7 @@ static int edit_one(const char *path, unsigned opts, int quiet)
 	if (hte_file_open(&f, path, opts != 0, "edit") < 0)
 		return HTE_EXIT_FAIL;
 	if (!opts) {
-		hte_print_listing(stdout, path, &f.elf, NULL);
+		listing(path, &f.elf, NULL, printed);
 		hte_file_close(&f);
 		return HTE_EXIT_OK;
 	}
@@ -73,7 +81,7 @@ static int edit_one(const char *path, unsigned opts, int quiet)
 			snprintf(note, sizeof(note), "%ld changed", changed);
 		else
 			snprintf(note, sizeof(note), "already so, not written");
-		hte_print_listing(stdout, path, &f.elf, note);
+		listing(path, &f.elf, note, printed);
 	}
 	hte_file_close(&f);
 	return changed < 0 ? HTE_EXIT_FAIL : HTE_EXIT_OK;
@@ -90,7 +98,7 @@ int hte_cmd_edit(int argc, char **argv)
 		{ 0 },
 	};
 	unsigned opts = 0;
-	int quiet = 0, c, status = HTE_EXIT_OK;
+	int quiet = 0, printed = 0, c, status = HTE_EXIT_OK;
 
 	while ((c = getopt_long(argc, argv, "qh", longopts, NULL)) != -1) {
 		switch (c) {
@@ -111,11 +119,8 @@ int hte_cmd_edit(int argc, char **argv)
 		fputs(edit_usage, stderr);
 		return HTE_EXIT_USAGE;
 	}
-	for (int i = optind; i < argc; i++) {
-		if (i > optind && (!quiet || !opts))
-			putchar('\n');
-		if (edit_one(argv[i], opts, quiet) != HTE_EXIT_OK)
+	for (int i = optind; i < argc; i++)
+		if (edit_one(argv[i], opts, quiet, &printed) != HTE_EXIT_OK)
 			status = HTE_EXIT_FAIL;
-	}
 	return status;
 }

@@ -81,12 +81,18 @@ char *hte_preload_join(const char *existing, const char *preload)
 	return out;
 }
 
+/* Fills @out with the preload's canonical path when it is in @dir/@rel. */
 static int try_dir(const char *dir, const char *rel, char *out, size_t len)
 {
-	int n = rel ? snprintf(out, len, "%s/%s/%s", dir, rel, PRELOAD_NAME)
-		    : snprintf(out, len, "%s/%s", dir, PRELOAD_NAME);
+	char path[PATH_MAX], real[PATH_MAX];
+	int n = rel ? snprintf(path, sizeof(path), "%s/%s/%s", dir, rel, PRELOAD_NAME)
+		    : snprintf(path, sizeof(path), "%s/%s", dir, PRELOAD_NAME);
 
-	return n > 0 && (size_t)n < len && access(out, R_OK) == 0;
+	if (n <= 0 || (size_t)n >= sizeof(path) || access(path, R_OK) != 0 || !realpath(path, real) ||
+	    strlen(real) >= len)
+		return 0;
+	memcpy(out, real, strlen(real) + 1);
+	return 1;
 }
 
 int hte_find_preload(char *out, size_t len)
