@@ -6,12 +6,15 @@
 #include "cache.h"
 #include "internal.h"
 #include "objects.h"
+#include "perfmap.h"
 #include "region.h"
 #include "sys.h"
 
+#include <dlfcn.h>
 #include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <link.h>
 #include <pthread.h>
 #include <regex.h>
 #include <stdlib.h>
@@ -32,6 +35,8 @@ struct run {
 	struct ht_region *regs;
 	size_t nregs, cap;
 	int first_err;
+	const struct ht_object *known; /* objects to leave out: seen before */
+	size_t nknown;
 };
 
 static struct ht_region *new_region(struct run *r, const char *object)
@@ -243,23 +248,45 @@ static void object_path(const struct run *r, const struct ht_object *o, char *bu
 	}
 }
 
+enum { NOT_SELECTED, WHOLE_OBJECT, FLAGGED_SEGMENTS };
+
+/*
+ * The main program and the libraries named by the pattern move whole;
+ * other objects move only the segments marked with libhugetlbfs's flag.
+ */
 static int selected(struct run *r, const struct ht_object *o, const char *path)
 {
 	if (r->has_dso) {
 		if (o->is_main || r->dso_found || !matches(&r->dso, path))
-			return 0;
-		return r->dso_found = 1;
+			return NOT_SELECTED;
+		r->dso_found = 1;
+		return WHOLE_OBJECT;
 	}
-	return o->is_main || (r->has_match && matches(&r->match, path)) || ht_object_flagged(o);
+	if (o->is_main || (r->has_match && matches(&r->match, path)))
+		return WHOLE_OBJECT;
+	return ht_object_flagged(o) ? FLAGGED_SEGMENTS : NOT_SELECTED;
+}
+
+/* Objects the caller has seen already (the dlopen hook's snapshot). */
+static int known(const struct run *r, const struct ht_object *o)
+{
+	for (size_t i = 0; i < r->nknown; i++)
+		if (r->known[i].base == o->base && strcmp(r->known[i].name, o->name) == 0)
+			return 1;
+	return 0;
 }
 
 static void do_object(struct run *r, const struct ht_object *o)
 {
 	char path[512];
+	int how;
 
+	if (known(r, o))
+		return;
 	object_path(r, o, path, sizeof(path));
 	/* The vDSO and other memory without a file have no code to move. */
-	if (path[0] != '/' || !selected(r, o, path))
+	how = path[0] == '/' ? selected(r, o, path) : NOT_SELECTED;
+	if (how == NOT_SELECTED)
 		return;
 	if (r->has_ignore && matches(&r->ignore, path)) {
 		struct ht_region *g = new_region(r, path);
@@ -269,7 +296,8 @@ static void do_object(struct run *r, const struct ht_object *o)
 		return;
 	}
 	for (int i = 0; i < o->nseg; i++)
-		if (o->segs[i].flags & PF_X)
+		if ((o->segs[i].flags & PF_X) &&
+		    (how == WHOLE_OBJECT || (o->segs[i].flags & HT_PF_LINUX_HUGETLB)))
 			do_segment(r, o, i);
 }
 
@@ -342,8 +370,29 @@ static void walk_objects(struct run *r)
 	free(objs);
 }
 
+/* perf attached later finds moved functions through /tmp/perf-PID.map. */
+static void write_perf_maps(const struct run *r)
+{
+	for (size_t i = 0; i < r->nregs; i++) {
+		const struct ht_region *g = &r->regs[i];
+		struct link_map *lm = NULL;
+		Dl_info info;
+		int n;
+
+		if (g->status != HT_STATUS_OK ||
+		    !dladdr1((void *)g->start, &info, (void **)&lm, RTLD_DL_LINKMAP) || !lm)
+			continue;
+		n = ht_perf_map_write(g->object, lm->l_addr, g->start, g->end);
+		if (n < 0)
+			ht_report_note(r->opt, n == -ENOSYS ? "perf map: libelf.so.1 is not available"
+							    : "perf map: cannot write /tmp/perf-PID.map");
+	}
+}
+
 static void finish(struct run *r, struct ht_region *out, size_t max, size_t *count)
 {
+	if (r->opt->perf_map)
+		write_perf_maps(r);
 	for (size_t i = 0; i < r->nregs; i++) {
 		ht_report_emit(r->opt, &r->regs[i]);
 		if (out && i < max)
@@ -364,7 +413,14 @@ static void finish(struct run *r, struct ht_region *out, size_t max, size_t *cou
 int ht_remap_locked(const struct ht_options *opt, const char *dso_bre,
 		    struct ht_region *regions, size_t max, size_t *count)
 {
-	struct run r = { .opt = opt, .t0 = ht_now_ms() };
+	return ht_remap_new(opt, dso_bre, NULL, 0, regions, max, count);
+}
+
+int ht_remap_new(const struct ht_options *opt, const char *dso_bre,
+		 const struct ht_object *known, size_t nknown,
+		 struct ht_region *regions, size_t max, size_t *count)
+{
+	struct run r = { .opt = opt, .t0 = ht_now_ms(), .known = known, .nknown = nknown };
 	int err;
 
 	if (count)

@@ -78,5 +78,10 @@ extern pthread_mutex_t ht_lock;
 /* ht_remap with the lock held; @dso_bre selects one library, iodlr-style. */
 int ht_remap_locked(const struct ht_options *opt, const char *dso_bre,
 		    struct ht_region *regions, size_t max, size_t *count);
+struct ht_object;
+/* The same, leaving out the @nknown objects in @known (lock held). */
+int ht_remap_new(const struct ht_options *opt, const char *dso_bre,
+		 const struct ht_object *known, size_t nknown,
+		 struct ht_region *regions, size_t max, size_t *count);
 
 #endif

@@ -13,12 +13,27 @@
 
 	.section .rodata
 	.globl bigtext_count
+	.type bigtext_count, @object
+	.size bigtext_count, 4
 	.p2align 2
 bigtext_count:
 	.long BT_COUNT
 	.globl bigtext_stride
+	.type bigtext_stride, @object
+	.size bigtext_stride, 4
 bigtext_stride:
 	.long BT_STRIDE
+
+/* One function with a name of its own (bt_fn_N, in .symtab), for perf. */
+	.macro BT_FN
+	.type bt_fn_\@, @function
+bt_fn_\@:
+	leal i(%rdi,%rdi,2), %eax
+	ret
+	.size bt_fn_\@, . - bt_fn_\@
+	.p2align 4, 0xcc
+	.skip BT_STRIDE - 16, 0xcc
+	.endm
 
 	.text
 	.p2align 12
@@ -27,14 +42,12 @@ bigtext_stride:
 bigtext_start:
 	.set i, 0
 	.rept BT_COUNT
-	leal i(%rdi,%rdi,2), %eax
-	ret
-	.p2align 4, 0xcc
-	.skip BT_STRIDE - 16, 0xcc
+	BT_FN
 	.set i, i + 1
 	.endr
-	.globl bigtext_end
-bigtext_end:
 	.size bigtext_start, . - bigtext_start
+	.globl bigtext_end
+	.type bigtext_end, @function
+bigtext_end:
 
 	.section .note.GNU-stack, "", @progbits
