@@ -25,7 +25,7 @@ static int run_holding(const std::string &out, int ms)
 {
 	std::string cmd = "LD_PRELOAD='" + preload() + "' HUGETEXT_MODE=thp HUGETEXT_PERF_MAP=1 "
 			  "HUGETEXT_MATCH=libbigtext exec '" + build_path("tests/dso-linked") + "' hold " +
-			  std::to_string(ms) + " > '" + out + "' & echo $!";
+			  std::to_string(ms) + " > '" + out + "' 2>&1 < /dev/null & echo $!";
 	run_result r = run_cmd({ "sh", "-c", cmd });
 	int pid = std::stoi(r.out);
 	for (int i = 0; i < 500 && read_file(out).find("ready") == std::string::npos; i++)
