@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include <string>
+#include <unistd.h>
 
 #include "helpers.hpp"
 
@@ -67,4 +68,64 @@ TEST_CASE("g++ compiles to a byte-identical object with cc1plus moved", "[real]"
 	CHECK(moved.err.empty());
 	CHECK(read_file(a) == read_file(b));
 	CHECK(ok_bytes(read_report(report), "cc1plus") >= 16ul << 20);
+}
+
+TEST_CASE("rustc builds a correct program with librustc_driver and libLLVM moved", "[real][libraries]")
+{
+	if (!have_program("rustc")) {
+		WARN("rustc is not installed: not checked");
+		return;
+	}
+	std::string src = temp_path("prog.rs"), bin = temp_path("prog"), report = temp_path("rustc.json");
+	{
+		FILE *f = fopen(src.c_str(), "w");
+		REQUIRE(f);
+		fputs("use std::collections::BTreeMap;\n"
+		      "fn main() { let mut m = BTreeMap::new();\n"
+		      "  for i in 0..1000u64 { *m.entry(i % 7).or_insert(0u64) += i * i; }\n"
+		      "  println!(\"{:?}\", m); }\n", f);
+		fclose(f);
+	}
+	run_result r = run_cmd({ "rustc", "-O", src, "-o", bin },
+			       { "LD_PRELOAD=" + preload(), "HUGETEXT_REPORT=" + report,
+				 "HUGETEXT_MATCH=librustc_driver|libLLVM" });
+	INFO(r.err);
+	REQUIRE(r.status == 0);
+	CHECK(r.err.empty());
+	run_result prog = run_cmd({ bin });
+	unsigned long sums[7] = { 0 };
+	for (unsigned long i = 0; i < 1000; i++)
+		sums[i % 7] += i * i;
+	std::string expect = "{";
+	for (int k = 0; k < 7; k++)
+		expect += (k ? ", " : "") + std::to_string(k) + ": " + std::to_string(sums[k]);
+	CHECK(prog.out == expect + "}\n");
+	auto lines = read_report(report);
+	int driver = 0, llvm = 0;
+	for (auto &l : ok_lines(lines)) {
+		driver += l["object"].find("librustc_driver") != std::string::npos;
+		llvm += l["object"].find("libLLVM") != std::string::npos;
+	}
+	// Each library has two executable segments; both are moved.  rustc's
+	// linker, rust-lld, loads libLLVM too and inherits the preload.
+	CHECK(driver == 2);
+	CHECK(llvm >= 2);
+	CHECK(llvm % 2 == 0);
+	CHECK(ok_bytes(lines, "librustc_driver") + ok_bytes(lines, "libLLVM") >= 150ul << 20);
+	unlink(bin.c_str());
+}
+
+TEST_CASE("java -version runs with libjvm, loaded by dlopen, moved", "[real][libraries]")
+{
+	if (!have_program("java")) {
+		WARN("java is not installed: not checked");
+		return;
+	}
+	std::string report = temp_path("java.json");
+	run_result plain = run_cmd({ "java", "-version" });
+	run_result r = run_cmd({ "java", "-version" },
+			       { "LD_PRELOAD=" + preload(), "HUGETEXT_REPORT=" + report, "HUGETEXT_MATCH=libjvm" });
+	REQUIRE(r.status == 0);
+	CHECK(r.err == plain.err);
+	CHECK(ok_bytes(read_report(report), "libjvm") >= 8ul << 20);
 }
