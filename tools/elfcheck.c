@@ -76,6 +76,28 @@ static enum hte_error check_ident(const unsigned char *b, size_t len, struct hte
 	return HTE_OK;
 }
 
+/*
+ * The program header count as the file states it.  elf_getphdrnum() is
+ * not used: it quietly shrinks a table that does not fit in the file, and
+ * such a file must be refused, not read as having fewer headers.
+ */
+static int raw_phnum(Elf *elf, const GElf_Ehdr *eh, size_t *n)
+{
+	GElf_Shdr sh;
+	Elf_Scn *scn;
+
+	if (eh->e_phnum != PN_XNUM) {
+		*n = eh->e_phnum;
+		return 0;
+	}
+	/* More than 0xfffe entries: the count is in section 0's sh_info. */
+	scn = elf_getscn(elf, 0);
+	if (!scn || !gelf_getshdr(scn, &sh))
+		return -1;
+	*n = sh.sh_info;
+	return 0;
+}
+
 static enum hte_error check_tables(Elf *elf, const GElf_Ehdr *eh, size_t len, struct hte_elf *e)
 {
 	size_t want = e->elfclass == 64 ? sizeof(Elf64_Phdr) : sizeof(Elf32_Phdr);
@@ -96,7 +118,7 @@ static enum hte_error check_tables(Elf *elf, const GElf_Ehdr *eh, size_t len, st
 				      "section header table (%zu entries at offset %#llx) lies outside the file (%zu bytes)",
 				      shnum, (unsigned long long)eh->e_shoff, len);
 	}
-	if (elf_getphdrnum(elf, &e->phnum) != 0)
+	if (raw_phnum(elf, eh, &e->phnum) < 0)
 		return refuse(e, HTE_E_BAD_HEADER, "program header count unreadable: %s", elf_errmsg(-1));
 	e->phoff = eh->e_phoff;
 	e->phentsize = eh->e_phentsize;

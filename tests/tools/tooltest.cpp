@@ -1,0 +1,175 @@
+#include "tooltest.hpp"
+
+#include <cstdlib>
+#include <fstream>
+#include <sys/stat.h>
+#include <unistd.h>
+
+void put_uint(std::string &b, size_t off, size_t size, uint64_t v, bool msb)
+{
+	for (size_t i = 0; i < size; i++)
+		b[off + (msb ? size - 1 - i : i)] = (char)(v >> (8 * i));
+}
+
+uint64_t get_uint(const std::string &b, size_t off, size_t size, bool msb)
+{
+	uint64_t v = 0;
+
+	for (size_t i = 0; i < size; i++)
+		v |= (uint64_t)(unsigned char)b[off + (msb ? size - 1 - i : i)] << (8 * i);
+	return v;
+}
+
+// Field offsets and sizes of the two classes.
+struct layout {
+	size_t ehsize, phentsize, shentsize;
+	size_t phoff, shoff, flags_ehdr, ehsize_f, phentsize_f, phnum_f, shentsize_f, shnum_f, shstrndx_f;
+	size_t w; // size of an address
+};
+
+static layout layout_of(int cls)
+{
+	if (cls == 64)
+		return { 64, 56, 64, 0x20, 0x28, 0x30, 0x34, 0x36, 0x38, 0x3a, 0x3c, 0x3e, 8 };
+	return { 52, 32, 40, 0x1c, 0x20, 0x24, 0x28, 0x2a, 0x2c, 0x2e, 0x30, 0x32, 4 };
+}
+
+static void put_phdr(std::string &b, size_t at, const gen_seg &s, int cls, bool msb)
+{
+	if (cls == 64) {
+		put_uint(b, at + 0, 4, s.type, msb);
+		put_uint(b, at + 4, 4, s.flags, msb);
+		put_uint(b, at + 8, 8, s.offset, msb);
+		put_uint(b, at + 16, 8, s.vaddr, msb);
+		put_uint(b, at + 24, 8, s.vaddr, msb);
+		put_uint(b, at + 32, 8, s.filesz, msb);
+		put_uint(b, at + 40, 8, s.memsz, msb);
+		put_uint(b, at + 48, 8, s.align, msb);
+	} else {
+		put_uint(b, at + 0, 4, s.type, msb);
+		put_uint(b, at + 4, 4, s.offset, msb);
+		put_uint(b, at + 8, 4, s.vaddr, msb);
+		put_uint(b, at + 12, 4, s.vaddr, msb);
+		put_uint(b, at + 16, 4, s.filesz, msb);
+		put_uint(b, at + 20, 4, s.memsz, msb);
+		put_uint(b, at + 24, 4, s.flags, msb);
+		put_uint(b, at + 28, 4, s.align, msb);
+	}
+}
+
+std::string make_elf(const gen_elf &g)
+{
+	layout l = layout_of(g.cls);
+	uint64_t size = l.ehsize + g.segs.size() * l.phentsize;
+
+	for (auto &s : g.segs)
+		if (s.offset + s.filesz > size)
+			size = s.offset + s.filesz;
+	if (g.file_size > size)
+		size = g.file_size;
+	uint64_t shoff = (size + 7) & ~7ULL;
+	if (g.shdrs)
+		size = shoff + l.shentsize;
+
+	std::string b(size, '\0');
+	b[0] = 0x7f;
+	b[1] = 'E';
+	b[2] = 'L';
+	b[3] = 'F';
+	b[4] = g.cls == 64 ? 2 : 1;
+	b[5] = g.msb ? 2 : 1;
+	b[6] = 1;
+	put_uint(b, 16, 2, g.type, g.msb);
+	put_uint(b, 18, 2, g.machine, g.msb);
+	put_uint(b, 20, 4, 1, g.msb);
+	put_uint(b, l.phoff, l.w, g.segs.empty() ? 0 : l.ehsize, g.msb);
+	put_uint(b, l.shoff, l.w, g.shdrs ? shoff : 0, g.msb);
+	put_uint(b, l.ehsize_f, 2, l.ehsize, g.msb);
+	put_uint(b, l.phentsize_f, 2, l.phentsize, g.msb);
+	put_uint(b, l.phnum_f, 2, g.segs.size(), g.msb);
+	put_uint(b, l.shentsize_f, 2, l.shentsize, g.msb);
+	put_uint(b, l.shnum_f, 2, g.shdrs ? 1 : 0, g.msb);
+	for (size_t i = 0; i < g.segs.size(); i++)
+		put_phdr(b, l.ehsize + i * l.phentsize, g.segs[i], g.cls, g.msb);
+	return b;
+}
+
+std::vector<uint32_t> phdr_flags(const std::string &image)
+{
+	bool msb = image[5] == 2;
+	int cls = image[4] == 2 ? 64 : 32;
+	layout l = layout_of(cls);
+	uint64_t phoff = get_uint(image, l.phoff, l.w, msb);
+	size_t phnum = get_uint(image, l.phnum_f, 2, msb);
+	size_t flags_at = cls == 64 ? 4 : 24;
+	std::vector<uint32_t> out;
+
+	for (size_t i = 0; i < phnum; i++)
+		out.push_back((uint32_t)get_uint(image, phoff + i * l.phentsize + flags_at, 4, msb));
+	return out;
+}
+
+std::string tool_path()
+{
+	return build_path("tools/hugetext");
+}
+
+run_result tool(const std::vector<std::string> &args, const std::vector<std::string> &env)
+{
+	std::vector<std::string> argv{ tool_path() };
+
+	argv.insert(argv.end(), args.begin(), args.end());
+	return run_cmd(argv, env);
+}
+
+void write_file(const std::string &path, const std::string &bytes, unsigned mode)
+{
+	unlink(path.c_str());
+	std::ofstream f(path, std::ios::binary);
+	f.write(bytes.data(), (std::streamsize)bytes.size());
+	f.close();
+	chmod(path.c_str(), mode);
+}
+
+temp_dir::temp_dir(const std::string &name)
+{
+	path = temp_path(name);
+	run_cmd({ "rm", "-rf", path });
+	mkdir(path.c_str(), 0755);
+}
+
+temp_dir::~temp_dir()
+{
+	run_cmd({ "rm", "-rf", path });
+}
+
+std::string replace_all(std::string s, const std::string &from, const std::string &to)
+{
+	for (size_t at = 0; (at = s.find(from, at)) != std::string::npos; at += to.size())
+		s.replace(at, from.size(), to);
+	return s;
+}
+
+std::string golden_diff(const std::string &name, const std::string &actual)
+{
+	std::string path = source_path("tests/tools/golden/" + name);
+	const char *update = std::getenv("HT_UPDATE_GOLDEN");
+
+	if (update && *update == '1') {
+		write_file(path, actual);
+		return "";
+	}
+	if (!file_exists(path))
+		return "missing golden file " + path;
+	std::string want = read_file(path);
+	if (want == actual)
+		return "";
+	size_t i = 0;
+	while (i < want.size() && i < actual.size() && want[i] == actual[i])
+		i++;
+	size_t line_start = want.rfind('\n', i ? i - 1 : 0);
+	line_start = line_start == std::string::npos ? 0 : line_start + 1;
+	return "differs from " + path + " at byte " + std::to_string(i) + "\nwant: " +
+	       want.substr(line_start, want.find('\n', i) - line_start) + "\ngot:  " +
+	       actual.substr(line_start, actual.find('\n', i) - line_start);
+}
