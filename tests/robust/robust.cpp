@@ -351,3 +351,145 @@ bool is_root()
 {
 	return geteuid() == 0;
 }
+
+std::string ensure_pool(long need, std::unique_ptr<setting_guard> &guard)
+{
+	const char *set = std::getenv("HT_ROBUST_SET_POOL");
+	long have = pool_free_2m();
+
+	if (have >= need)
+		return "";
+	if (!set || std::string(set) != "1" || !is_root())
+		return "the hugetlb pool has " + std::to_string(have) + " free 2 MiB pages, " +
+		       std::to_string(need) + " needed (the tests that run alone raise it)";
+	const std::string path = "/proc/sys/vm/nr_hugepages";
+	guard.reset(new setting_guard(path));
+	long total = std::atol(guard->saved().c_str()) + (need - (have < 0 ? 0 : have));
+	std::string e = guard->set(std::to_string(total));
+	if (!e.empty())
+		return e;
+	return pool_free_2m() >= need ? "" : "the kernel could not grow the hugetlb pool";
+}
+
+namespace {
+struct json_in {
+	const std::string &s;
+	size_t i = 0;
+
+	void ws()
+	{
+		while (i < s.size() && (s[i] == ' ' || s[i] == '\t'))
+			i++;
+	}
+	bool eat(char c)
+	{
+		ws();
+		if (i < s.size() && s[i] == c) {
+			i++;
+			return true;
+		}
+		return false;
+	}
+	bool string(std::string *out)
+	{
+		if (!eat('"'))
+			return false;
+		out->clear();
+		while (i < s.size() && s[i] != '"') {
+			unsigned char c = (unsigned char)s[i++];
+			if (c < 0x20)
+				return false;
+			if (c != '\\') {
+				*out += (char)c;
+				continue;
+			}
+			if (i >= s.size())
+				return false;
+			char e = s[i++];
+			switch (e) {
+			case '"': case '\\': case '/': *out += e; break;
+			case 'b': *out += '\b'; break;
+			case 'f': *out += '\f'; break;
+			case 'n': *out += '\n'; break;
+			case 'r': *out += '\r'; break;
+			case 't': *out += '\t'; break;
+			case 'u': {
+				if (i + 4 > s.size())
+					return false;
+				unsigned v = 0;
+				for (int k = 0; k < 4; k++) {
+					char h = s[i++];
+					v <<= 4;
+					if (h >= '0' && h <= '9') v |= (unsigned)(h - '0');
+					else if (h >= 'a' && h <= 'f') v |= (unsigned)(h - 'a' + 10);
+					else if (h >= 'A' && h <= 'F') v |= (unsigned)(h - 'A' + 10);
+					else return false;
+				}
+				*out += v < 0x80 ? (char)v : '?';
+				break;
+			}
+			default:
+				return false;
+			}
+		}
+		return eat('"');
+	}
+	bool scalar(std::string *out)
+	{
+		ws();
+		size_t b = i;
+		while (i < s.size() && s[i] != ',' && s[i] != '}' && s[i] != ' ')
+			i++;
+		*out = s.substr(b, i - b);
+		if (out->empty())
+			return false;
+		if (*out == "true" || *out == "false" || *out == "null")
+			return true;
+		char *end = nullptr;
+		std::strtod(out->c_str(), &end);
+		return end && *end == '\0';
+	}
+};
+} // namespace
+
+bool parse_json_object(const std::string &line, report_line *out)
+{
+	json_in in{ line };
+	out->clear();
+	if (!in.eat('{'))
+		return false;
+	if (in.eat('}'))
+		return in.i == line.size();
+	do {
+		std::string key, val;
+		if (!in.string(&key) || !in.eat(':'))
+			return false;
+		in.ws();
+		bool ok = in.i < line.size() && line[in.i] == '"' ? in.string(&val) : in.scalar(&val);
+		if (!ok || out->count(key))
+			return false;
+		(*out)[key] = val;
+	} while (in.eat(','));
+	if (!in.eat('}'))
+		return false;
+	in.ws();
+	return in.i == line.size();
+}
+
+std::vector<report_line> read_report_json(const std::string &path, int *bad)
+{
+	std::vector<report_line> v;
+	std::istringstream in(read_file(path));
+	std::string line;
+
+	if (bad)
+		*bad = 0;
+	while (std::getline(in, line)) {
+		report_line l;
+		if (parse_json_object(line, &l))
+			v.push_back(l);
+		else if (bad)
+			++*bad;
+	}
+	return v;
+}

@@ -6,6 +6,7 @@
 #define HT_ROBUST_HPP
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -36,6 +37,12 @@ std::string ld_preload_hugetext();
 
 // A "key value" line of the test programs' output ("sum 123").
 std::string line_value(const std::string &out, const std::string &key);
+
+// A report file read strictly: every line must be one flat JSON object
+// (string values unescaped).  Lines that are not are counted in *bad.
+std::vector<report_line> read_report_json(const std::string &path, int *bad = nullptr);
+// One JSON object line; false when it is not valid JSON of that shape.
+bool parse_json_object(const std::string &line, report_line *out);
 
 // The lines of /proc/self/maps that overlap [lo, hi).
 std::vector<std::string> maps_lines(uintptr_t lo, uintptr_t hi);
@@ -70,6 +77,10 @@ private:
 
 // Free 2 MiB pages of the hugetlb pool (free minus reserved), -1 unknown.
 long pool_free_2m();
+// Makes sure the pool has @need free pages.  Only when HT_ROBUST_SET_POOL=1
+// (meson sets it for the tests that run alone) it grows nr_hugepages, for
+// the guard's lifetime.  Returns "" or why the pool is short.
+std::string ensure_pool(long need, std::unique_ptr<setting_guard> &guard);
 bool is_root();
 
 #endif

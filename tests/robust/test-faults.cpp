@@ -196,7 +196,10 @@ outcome run_here(const fault_plan &plan, const scenario &sc, const std::string &
 
 	// The report has one line per region, and names what failed.
 	if (!(plan.how == fault_how::fail && touches_report(plan.site))) {
-		auto lines = read_report(report);
+		int malformed = 0;
+		auto lines = read_report_json(report, &malformed);
+		if (malformed)
+			bad << malformed << " report lines are not valid JSON; ";
 		if (lines.size() != n)
 			bad << "report has " << lines.size() << " lines for " << n << " regions; ";
 		for (size_t i = 0; i < lines.size() && i < n && i < 8; i++) {
@@ -405,29 +408,6 @@ TEST_CASE("each call of an auto-mode remap, failed in turn, leaves the program a
 	sweep(sc, false);
 }
 
-namespace {
-// Makes sure the hugetlb pool has @need free pages: with HT_ROBUST_SET_POOL=1
-// (meson sets it for the test that runs alone) it raises nr_hugepages for
-// the guard's lifetime.  Returns "" or why the pool is short.
-std::string ensure_pool(long need, std::unique_ptr<setting_guard> &guard)
-{
-	const char *set = std::getenv("HT_ROBUST_SET_POOL");
-	long have = pool_free_2m();
-
-	if (have >= need)
-		return "";
-	if (!set || std::string(set) != "1" || !is_root())
-		return "the hugetlb pool has " + std::to_string(have) + " free 2 MiB pages, " +
-		       std::to_string(need) + " needed (the robust-faults-pool test raises it)";
-	const std::string path = "/proc/sys/vm/nr_hugepages";
-	guard.reset(new setting_guard(path));
-	long total = std::atol(guard->saved().c_str()) + (need - (have < 0 ? 0 : have));
-	std::string e = guard->set(std::to_string(total));
-	if (!e.empty())
-		return e;
-	return pool_free_2m() >= need ? "" : "the kernel could not grow the hugetlb pool";
-}
-} // namespace
 
 TEST_CASE("each call of an explicit-pages remap, failed in turn, leaves the program as it was",
 	  "[faults][pool]")

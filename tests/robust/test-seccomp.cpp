@@ -96,7 +96,9 @@ std::vector<report_line> run_filtered(const std::string &rules, const std::strin
 		verbose |= e == "HUGETEXT_VERBOSE=1";
 	if (!verbose)
 		CHECK(r.err.empty());
-	auto lines = read_report(report);
+	int bad = 0;
+	auto lines = read_report_json(report, &bad);
+	CHECK(bad == 0);
 	unlink(report.c_str());
 	// A failed region leaves the text on small pages.
 	bool any_ok = !ok_lines(lines).empty();

@@ -1,0 +1,300 @@
+// Description: the preload and the API in hostile surroundings that need
+// no change to the system: /proc not mounted (in a private mount
+// namespace), nonsense, empty and very long settings, unwritable report
+// paths, an unprivileged user, the API called twice, the preload in a
+// program that calls the API itself.  In every case the program's output,
+// exit status and stderr are those of a run without the library.
+#include <catch2/catch.hpp>
+
+#include <fcntl.h>
+#include <string>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "robust.hpp"
+
+extern "C" {
+#include "hugetext.h"
+}
+
+extern "C" const char *test_skip_reason(void)
+{
+	if (!thp_enabled())
+		return "transparent huge pages are disabled (enabled is never or absent)";
+	return nullptr;
+}
+
+namespace {
+
+std::string pie()
+{
+	return build_path("tests/bigtext-pie");
+}
+
+struct run_ctx {
+	std::vector<std::string> prefix; // runs first, without the preload (unshare, runuser)
+	bool stderr_may_speak = false;
+	std::string cwd;
+	double timeout_s = 20;
+};
+
+// The program's output without its count of huge pages, which is ours.
+std::string without_huge(const std::string &out)
+{
+	std::string v;
+	size_t at = 0;
+	while (at < out.size()) {
+		size_t nl = out.find('\n', at);
+		std::string line = out.substr(at, nl == std::string::npos ? std::string::npos : nl - at + 1);
+		if (line.compare(0, 8, "huge_kb ") != 0)
+			v += line;
+		at = nl == std::string::npos ? out.size() : nl + 1;
+	}
+	return v;
+}
+
+// Runs @cmd without and with the preload (plus @vars) and checks that the
+// program cannot tell.  With a prefix, the variables reach @cmd through
+// env(1), so the prefix itself runs without the preload.  Returns the
+// preloaded run.
+prog_result same_as_plain(const std::vector<std::string> &cmd, const std::vector<std::string> &vars,
+			  const run_ctx &ctx = {})
+{
+	std::vector<std::string> plain_argv = ctx.prefix, argv = ctx.prefix;
+	std::vector<std::string> all = vars;
+	prog_opts po, o;
+
+	all.push_back(ld_preload_hugetext());
+	plain_argv.insert(plain_argv.end(), cmd.begin(), cmd.end());
+	if (!ctx.prefix.empty()) {
+		argv.push_back("env");
+		argv.insert(argv.end(), all.begin(), all.end());
+	} else {
+		o.env = all;
+	}
+	argv.insert(argv.end(), cmd.begin(), cmd.end());
+	po.cwd = o.cwd = ctx.cwd;
+	o.timeout_s = ctx.timeout_s;
+	prog_result plain = run_prog(plain_argv, po);
+	REQUIRE(plain.status == 0);
+	prog_result r = run_prog(argv, o);
+	CHECK_FALSE(r.timed_out);
+	CHECK(r.status == 0);
+	CHECK(without_huge(r.out) == without_huge(plain.out));
+	if (!ctx.stderr_may_speak)
+		CHECK(r.err == plain.err);
+	return r;
+}
+
+// The report, which must be valid JSON throughout.
+std::vector<report_line> report_of(const std::string &path)
+{
+	int bad = 0;
+	auto v = read_report_json(path, &bad);
+	CHECK(bad == 0);
+	unlink(path.c_str());
+	return v;
+}
+
+} // namespace
+
+TEST_CASE("without /proc the program runs the same and the report says /proc could not be read",
+	  "[hostile][proc]")
+{
+	if (!is_root() || !have_program("unshare")) {
+		WARN("not checked: needs root and unshare(1) to unmount /proc privately");
+		return;
+	}
+	std::string report = temp_path("noproc.json");
+	// A private mount namespace: /proc disappears for this program only.
+	run_ctx ctx;
+	ctx.prefix = { "unshare", "--mount", "--propagation", "private", "sh", "-c",
+		       "umount -l /proc && exec \"$@\"", "sh" };
+	prog_result r = same_as_plain({ pie() }, { "HUGETEXT_REPORT=" + report }, ctx);
+	CHECK(line_value(r.out, "fds") == "-1"); // the program sees no /proc either
+	auto lines = report_of(report);
+	REQUIRE(lines.size() >= 1);
+	CHECK(lines[0]["status"] == "failed");
+	CHECK(lines[0]["error"] == ht_error_str(HT_E_PROC));
+	CHECK(lines[0]["errno"] == "2");
+}
+
+TEST_CASE("nonsense, empty and very long values of every setting leave the program unaffected",
+	  "[hostile][settings]")
+{
+	const std::vector<std::string> vars = {
+		"HUGETEXT_MODE", "HUGETEXT_VERBOSE", "HUGETEXT_REPORT", "HUGETEXT_MATCH",
+		"HUGETEXT_IGNORE", "HUGETEXT_BUDGET_MS", "HUGETEXT_FILL", "HUGETEXT_SHARE",
+		"HUGETEXT_SHARE_DIR", "HUGETEXT_PERF_MAP", "IODLR_USE_EXPLICIT_HP",
+	};
+	std::string longv;
+	while (longv.size() < 100000)
+		longv += "(\\\"x\x01/..%s%n";
+	const std::vector<std::string> values = {
+		"\x01 \"' \\ \xe2\x98\x83 garbage[(", "", longv, "-1", "99999999999999999999999", "%s%n%x",
+	};
+	// A scratch directory: a nonsense report path is a relative file name.
+	std::string dir = temp_path("settings");
+	REQUIRE(mkdir(dir.c_str(), 0700) == 0);
+
+	for (auto &var : vars) {
+		for (size_t i = 0; i < values.size(); i++) {
+			std::string report = temp_path("settings.json");
+			std::vector<std::string> env = { var + "=" + values[i] };
+			if (var == "HUGETEXT_SHARE_DIR")
+				env.push_back("HUGETEXT_SHARE=1");
+			if (var != "HUGETEXT_REPORT")
+				env.push_back("HUGETEXT_REPORT=" + report);
+			INFO(var << " value #" << i << " (" << values[i].size() << " bytes)");
+			run_ctx ctx;
+			ctx.cwd = dir;
+			same_as_plain({ pie() }, env, ctx);
+			if (var == "HUGETEXT_REPORT")
+				continue;
+			// Whatever happened is in the report, and nothing failed but a bad pattern.
+			auto lines = report_of(report);
+			CHECK(lines.size() >= 1);
+			for (auto &l : lines) {
+				CHECK(l.count("status") == 1);
+				if (l["status"] == "failed")
+					CHECK(((var == "HUGETEXT_MATCH" || var == "HUGETEXT_IGNORE") &&
+					       l["error"] == ht_error_str(HT_E_BAD_REGEX)));
+			}
+		}
+	}
+	REQUIRE(system(("rm -rf '" + dir + "'").c_str()) == 0);
+}
+
+TEST_CASE("a pattern that does not compile is reported as failed, however long and odd it is",
+	  "[hostile][settings]")
+{
+	// Report lines are formatted into a fixed buffer; the failed pattern
+	// is the line's "object", escaped.  The line must still be written.
+	for (std::string pat : { std::string("(["), std::string(300, '(') + "\\",
+				 std::string(600, '\\') + "(", std::string(600, '"') + "(",
+				 std::string(200, '\x01') + "(" }) {
+		std::string report = temp_path("badregex.json");
+		INFO("pattern of " << pat.size() << " bytes starting with '" << pat.substr(0, 2) << "'");
+		same_as_plain({ pie() }, { "HUGETEXT_MATCH=" + pat, "HUGETEXT_REPORT=" + report });
+		auto lines = report_of(report);
+		REQUIRE(lines.size() == 1);
+		CHECK(lines[0]["status"] == "failed");
+		CHECK(lines[0]["error"] == ht_error_str(HT_E_BAD_REGEX));
+	}
+}
+
+TEST_CASE("an unwritable report path is ignored without a word", "[hostile][report]")
+{
+	std::string file = temp_path("plainfile");
+	{
+		int fd = open(file.c_str(), O_CREAT | O_WRONLY, 0600);
+		REQUIRE(fd >= 0);
+		close(fd);
+	}
+	for (std::string path : { std::string("/nonexistent-dir/report.json"), std::string("/proc/version"),
+				  temp_path(""), file + "/below-a-file", std::string("/dev/full"),
+				  std::string(5000, 'x'), std::string("/") }) {
+		INFO("HUGETEXT_REPORT=" << path.substr(0, 80));
+		prog_result r = same_as_plain({ pie(), "smaps" }, { "HUGETEXT_REPORT=" + path });
+		// The report is lost, the move is not.
+		CHECK(line_value(r.out, "huge_kb") != "0");
+	}
+	unlink(file.c_str());
+}
+
+TEST_CASE("a report path that is a FIFO nobody reads does not hang the program", "[hostile][report]")
+{
+	std::string fifo = temp_path("report.fifo");
+	REQUIRE(mkfifo(fifo.c_str(), 0600) == 0);
+	run_ctx ctx;
+	ctx.timeout_s = 5;
+	prog_result r = same_as_plain({ pie() }, { "HUGETEXT_REPORT=" + fifo }, ctx);
+	INFO("open(O_WRONLY) of a FIFO waits for a reader; the preload must not");
+	CHECK_FALSE(r.timed_out);
+	unlink(fifo.c_str());
+}
+
+TEST_CASE("an unprivileged user with a report path it may not write runs the same", "[hostile][report]")
+{
+	if (!is_root() || !have_program("runuser")) {
+		WARN("not checked: needs root and runuser(1)");
+		return;
+	}
+	// nobody must be able to reach the build; skip when it cannot.
+	if (run_prog({ "runuser", "-u", "nobody", "--", "test", "-x", pie() }).status != 0) {
+		WARN("not checked: user nobody cannot run " << pie());
+		return;
+	}
+	std::string dir = temp_path("rootonly");
+	REQUIRE(mkdir(dir.c_str(), 0755) == 0);
+	run_ctx ctx;
+	ctx.prefix = { "runuser", "-u", "nobody", "--" };
+	prog_result r = same_as_plain({ pie(), "smaps" }, { "HUGETEXT_REPORT=" + dir + "/report.json" }, ctx);
+	CHECK(line_value(r.out, "huge_kb") != "0");
+	CHECK_FALSE(file_exists(dir + "/report.json"));
+	rmdir(dir.c_str());
+}
+
+TEST_CASE("the API called twice moves the code once and then leaves it alone", "[hostile][api]")
+{
+	prog_opts o;
+	o.env = { "HUGETEXT_MODE=thp" };
+	prog_result r = run_prog({ build_path("tests/robust/api-main") }, o);
+	INFO(r.out << r.err);
+	CHECK(r.status == 0);
+	CHECK(r.err.empty());
+	CHECK(line_value(r.out, "remap1") == "rc=0 [ok no error]");
+	CHECK(line_value(r.out, "remap2").find("[skipped ") != std::string::npos);
+	CHECK(line_value(r.out, "iodlr1") == "map_ok");
+	CHECK(line_value(r.out, "iodlr2") == "map_ok");
+	CHECK(line_value(r.out, "range").find("rc=0") == 0);
+	o.env = { "HUGETEXT_MODE=off" };
+	prog_result off = run_prog({ build_path("tests/robust/api-main") }, o);
+	CHECK(line_value(r.out, "sum") == line_value(off.out, "sum"));
+}
+
+TEST_CASE("the preload in a program that calls the API itself: both are harmless", "[hostile][api]")
+{
+	std::string report = temp_path("api-preload.json");
+	prog_opts o;
+	o.env = { ld_preload_hugetext(), "HUGETEXT_MODE=thp", "HUGETEXT_REPORT=" + report };
+	prog_result r = run_prog({ build_path("tests/robust/api-main") }, o);
+	INFO(r.out << r.err);
+	CHECK(r.status == 0);
+	CHECK(r.err.empty());
+	// The preload moved the program before main(); the program's calls see that.
+	CHECK(line_value(r.out, "remap1").find("rc=0 [skipped ") == 0);
+	CHECK(line_value(r.out, "remap2").find("rc=0 [skipped ") == 0);
+	CHECK(line_value(r.out, "iodlr1") == "map_ok");
+	CHECK(line_value(r.out, "iodlr2") == "map_ok");
+	o.env = { "HUGETEXT_MODE=off" };
+	prog_result off = run_prog({ build_path("tests/robust/api-main") }, o);
+	CHECK(line_value(r.out, "sum") == line_value(off.out, "sum"));
+	auto lines = report_of(report);
+	for (auto &l : lines)
+		CHECK(l["status"] != "failed");
+	CHECK(ok_lines(lines).size() == 2); // the preload's move and the program's range remap
+}
+
+TEST_CASE("matching every shared library, the loader and ourselves changes nothing", "[hostile][settings]")
+{
+	for (std::string pat : { ".", "ld-linux|libc|libhugetext", "libhugetext-preload" }) {
+		std::string report = temp_path("match-all.json");
+		INFO("HUGETEXT_MATCH=" << pat);
+		same_as_plain({ pie() }, { "HUGETEXT_MATCH=" + pat, "HUGETEXT_REPORT=" + report });
+		auto lines = report_of(report);
+		for (auto &l : lines)
+			CHECK(l["status"] != "failed");
+		CHECK(ok_lines(lines).size() == 1); // the program; the libraries are too small
+	}
+}
+
+TEST_CASE("a time budget of 0 or 1 ms never makes the program wait or fail", "[hostile][settings]")
+{
+	for (const char *b : { "0", "1" }) {
+		std::string report = temp_path("budget.json");
+		same_as_plain({ pie() }, { std::string("HUGETEXT_BUDGET_MS=") + b, "HUGETEXT_REPORT=" + report });
+		for (auto &l : report_of(report))
+			CHECK(l["status"] != "failed");
+	}
+}
