@@ -174,6 +174,30 @@ static int build_copy(const struct ht_options *opt, enum ht_mode mode, struct ht
 }
 
 /* Swaps a finished copy in; on failure the copy is gone and the code is as it was. */
+/*
+ * mremap() with MREMAP_FIXED unmaps the target before it moves the copy,
+ * both under the mmap lock.  Only a kernel allocation failure can stop it
+ * in between, leaving a hole where the code was.  The copy still holds
+ * the code: move it into the hole, or, failing that, copy it there.
+ */
+static int refill_hole(char *copy, struct ht_span span, struct ht_region *r, int first_err)
+{
+	size_t len = span.end - span.start;
+	void *target = (void *)span.start;
+	int err = ht_sys_swap(copy, len, target);
+
+	if (err == 0)
+		return 0;
+	err = ht_sys_map_fixed_anon(target, len);
+	if (err == 0) {
+		memcpy(target, copy, len);
+		err = ht_sys_protect(target, len, PROT_READ | PROT_EXEC);
+	}
+	ht_sys_unmap(copy, len);
+	r->huge_bytes = 0;
+	return fail(r, HT_E_SWAP, err < 0 ? err : first_err);
+}
+
 int ht_swap_in(char *copy, struct ht_span span, const struct ht_source *src,
 		   struct ht_region *r)
 {
@@ -189,6 +213,8 @@ int ht_swap_in(char *copy, struct ht_span span, const struct ht_source *src,
 		return fail(r, HT_E_SWAP, err);
 	}
 	err = ht_sys_swap(copy, len, (void *)span.start);
+	if (err < 0 && ht_sys_unmapped((void *)span.start))
+		return refill_hole(copy, span, r, err);
 	if (err < 0) {
 		if (src->reserve_gap && gap_len)
 			ht_sys_unmap(gap, gap_len);

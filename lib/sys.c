@@ -62,6 +62,7 @@ static const struct ht_sys real_sys = {
 	.linkat = linkat,
 	.ftruncate = ftruncate,
 	.fstatfs = fstatfs,
+	.mincore = mincore,
 	.clock_ms = real_clock_ms,
 };
 
@@ -146,6 +147,27 @@ int ht_sys_reserve_fixed(void *addr, size_t len)
 		return neg_errno();
 	if (p != addr) {
 		/* An old kernel took the flag as a hint. */
+		ht_sys.munmap(p, len);
+		return -EEXIST;
+	}
+	return 0;
+}
+
+int ht_sys_unmapped(void *addr)
+{
+	unsigned char vec;
+
+	return ht_sys.mincore(addr, 4096, &vec) != 0 && errno == ENOMEM;
+}
+
+int ht_sys_map_fixed_anon(void *addr, size_t len)
+{
+	void *p = ht_sys.mmap(addr, len, PROT_READ | PROT_WRITE,
+			      MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+
+	if (p == MAP_FAILED)
+		return neg_errno();
+	if (p != addr) {
 		ht_sys.munmap(p, len);
 		return -EEXIST;
 	}

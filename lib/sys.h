@@ -38,6 +38,7 @@ struct ht_sys {
 	int (*linkat)(int olddir, const char *old, int newdir, const char *new_path, int flags);
 	int (*ftruncate)(int fd, off_t len);
 	int (*fstatfs)(int fd, struct statfs *st);
+	int (*mincore)(void *addr, size_t len, unsigned char *vec);
 	/* the monotonic clock, in ms, so tests can make time pass */
 	double (*clock_ms)(void);
 };
@@ -55,6 +56,10 @@ int ht_sys_advise(void *addr, size_t len, int advice);
 int ht_sys_protect(void *addr, size_t len, int prot);
 int ht_sys_swap(void *copy, size_t len, void *target);
 int ht_sys_reserve_fixed(void *addr, size_t len);
+/* True when nothing at all is mapped at the page @addr. */
+int ht_sys_unmapped(void *addr);
+/* Maps fresh anonymous memory exactly at @addr, which must be free. */
+int ht_sys_map_fixed_anon(void *addr, size_t len);
 int ht_sys_open(const char *path, int flags, mode_t mode);
 ssize_t ht_sys_pread_full(int fd, void *buf, size_t len, off_t off);
 int ht_sys_write_full(int fd, const void *buf, size_t len);

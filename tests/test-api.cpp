@@ -11,9 +11,12 @@
 #include "bigtext.h"
 #include "helpers.hpp"
 
+#include <sys/mman.h>
+
 extern "C" {
 #include "hugetext.h"
 #include "large_page.h"
+#include "sys.h"
 }
 
 extern "C" const char *test_skip_reason(void)
@@ -137,5 +140,50 @@ TEST_CASE("iodlr's API answers with iodlr's statuses", "[api][iodlr]")
 	CHECK(std::string(MAP_STATUS_STR_SHORT(map_region_too_small)) == "map_region_too_small");
 	CHECK(std::string(MAP_STATUS_STR(map_ok)) == "ok");
 	CHECK(std::string(MapStatusStr((map_status)1000, true)) == "unknown status");
+	CHECK(bigtext_sum(5) == expected_sum);
+}
+
+// A kernel that unmaps the target and then fails the move (what an
+// allocation failure inside mremap would do), the first time only.
+static int hole_calls;
+static void *hole_mremap(void *old, size_t old_len, size_t new_len, int flags, void *new_addr)
+{
+	if ((flags & MREMAP_FIXED) && hole_calls++ == 0) {
+		munmap(new_addr, new_len);
+		errno = ENOMEM;
+		return MAP_FAILED;
+	}
+	return mremap(old, old_len, new_len, flags, new_addr);
+}
+
+static void *always_failing_mremap(void *, size_t, size_t new_len, int flags, void *new_addr)
+{
+	if (flags & MREMAP_FIXED)
+		munmap(new_addr, new_len);
+	errno = ENOMEM;
+	return MAP_FAILED;
+}
+
+TEST_CASE("a hole left by a failed mremap is filled again with the code", "[api][faults]")
+{
+	struct ht_options opt;
+	ht_options_init(&opt);
+	opt.mode = HT_MODE_THP;
+	struct ht_region r;
+
+	hole_calls = 0;
+	ht_sys.mremap = hole_mremap;
+	CHECK(ht_remap_range(&opt, bigtext_start, bigtext_end, &r) == 0);
+	ht_sys_reset();
+	CHECK(r.status == HT_STATUS_OK);
+	CHECK(hole_calls == 2);
+	CHECK(bigtext_sum(5) == expected_sum);
+
+	// When no mremap works at all, the code is copied back into the hole.
+	ht_sys.mremap = always_failing_mremap;
+	CHECK(ht_remap_range(&opt, bigtext_start, bigtext_end, &r) == -ENOMEM);
+	ht_sys_reset();
+	CHECK(r.status == HT_STATUS_FAILED);
+	CHECK(r.error == HT_E_SWAP);
 	CHECK(bigtext_sum(5) == expected_sum);
 }
