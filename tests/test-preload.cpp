@@ -128,3 +128,47 @@ TEST_CASE("memcpy and pread fills give the same program", "[preload]")
 		      line_value(run_cmd({ build_path("tests/bigtext-pie") }).out, "sum"));
 	}
 }
+
+TEST_CASE("a program relinked for 2 MiB pages has all of its code moved", "[preload][examples]")
+{
+	std::string prog = build_path("examples/relinked"), report = temp_path("relinked.json");
+	run_result r = run_cmd({ prog }, { "LD_PRELOAD=" + preload(), "HUGETEXT_REPORT=" + report,
+					   "HUGETEXT_MODE=thp" });
+	REQUIRE(r.status == 0);
+	CHECK(r.out == run_cmd({ prog }).out);
+	// The executable segment, from the file's program headers.
+	run_result ph = run_cmd({ "sh", "-c", "readelf -lW '" + prog + "' | awk '$1 == \"LOAD\" && / R E / { print $3, $6 }'" });
+	unsigned long vaddr = 0, memsz = 0;
+	REQUIRE(sscanf(ph.out.c_str(), "%lx %lx", &vaddr, &memsz) == 2);
+	CHECK(vaddr % (2ul << 20) == 0);
+	auto ok = ok_lines(read_report(report));
+	REQUIRE(ok.size() == 1);
+	unsigned long huge = std::stoul(ok[0]["huge_bytes"]);
+	// 100%: the huge pages cover every byte of the segment.
+	CHECK(huge >= memsz);
+	CHECK(std::stoul(ok[0]["bytes"]) == huge);
+}
+
+TEST_CASE("the API example moves its own code at start-up", "[examples]")
+{
+	run_result r = run_cmd({ build_path("examples/api-startup") }, { "HUGETEXT_MODE=thp" });
+	CHECK(r.status == 0);
+	CHECK(r.out.find("MapStaticCodeToLargePages: map_") != std::string::npos);
+}
+
+TEST_CASE("the bundled demo moves 62 MiB and gives the same checksum", "[examples]")
+{
+	std::string demo = build_path("examples/itlb-demo");
+	run_result plain = run_cmd({ demo, "100000" });
+	run_result moved = run_cmd({ demo, "100000" }, { "LD_PRELOAD=" + preload(), "HUGETEXT_MODE=thp" });
+	run_result api = run_cmd({ demo, "--api", "100000" }, { "HUGETEXT_MODE=thp" });
+	auto checksum = [](const std::string &s) { return s.substr(s.find("checksum")); };
+	REQUIRE(plain.status == 0);
+	REQUIRE(moved.status == 0);
+	REQUIRE(api.status == 0);
+	CHECK(checksum(moved.out) == checksum(plain.out));
+	CHECK(checksum(api.out) == checksum(plain.out));
+	CHECK(plain.out.find("on huge pages: 0 MiB") != std::string::npos);
+	CHECK(moved.out.find("on huge pages: 62 MiB") != std::string::npos);
+	CHECK(api.out.find("MapStaticCodeToLargePages: ok") != std::string::npos);
+}
