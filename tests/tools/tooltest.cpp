@@ -157,7 +157,7 @@ std::string golden_diff(const std::string &name, const std::string &actual)
 
 	if (update && *update == '1') {
 		write_file(path, actual);
-		return "";
+		return read_file(path) == actual ? "" : "cannot write " + path;
 	}
 	if (!file_exists(path))
 		return "missing golden file " + path;
