@@ -1,0 +1,94 @@
+#!/bin/bash
+# The hugetext benchmark: builds what it needs, measures everything side by
+# side on this machine, and writes docs/benchmarks.md and docs/plots/*.png.
+#
+#   bench/run.sh                 the full run (about 20-30 minutes)
+#   bench/run.sh --quick         fewer rounds and smaller inputs (a few minutes)
+#   bench/run.sh --only LIST     only some steps (remap,startup,itlb,memory,real),
+#                                merged into the last results
+#   bench/run.sh --report-only   redo the report from the last results
+#
+# Run it from the repository root, as root (it sizes the hugetlb pool and
+# mounts hugetlbfs; both are put back on exit).  Build directory:
+# build-bench (BENCH_BUILD=DIR to change it).  Results: BUILD/bench/results.json.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+BUILD=${BENCH_BUILD:-build-bench}
+RESULTS=$BUILD/bench/results.json
+MODE=()
+ONLY=""
+REPORT_ONLY=0
+while [ $# -gt 0 ]; do
+	case $1 in
+	--quick) MODE=(--quick) ;;
+	--only) ONLY=$2; shift ;;
+	--report-only) REPORT_ONLY=1 ;;
+	-h|--help) sed -n '2,14p' "$0"; exit 0 ;;
+	*) echo "unknown argument: $1" >&2; exit 2 ;;
+	esac
+	shift
+done
+
+say() { printf '\n== %s\n' "$*"; }
+
+if [ $REPORT_ONLY = 0 ]; then
+	if [ "$(id -u)" != 0 ]; then
+		echo "bench/run.sh must run as root (hugetlb pool, hugetlbfs mounts)" >&2
+		exit 1
+	fi
+
+	say "packages"
+	pkgs=(meson ninja-build pkg-config gcc g++ python3 python3-matplotlib
+	      libhugetlbfs-bin libhugetlbfs-dev binutils)
+	command -v node >/dev/null || pkgs+=(nodejs)
+	command -v rustc >/dev/null || pkgs+=(rustc)
+	command -v perf >/dev/null || pkgs+=(linux-perf)
+	missing=()
+	for p in "${pkgs[@]}"; do
+		dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
+	done
+	if [ ${#missing[@]} -gt 0 ]; then
+		echo "installing: ${missing[*]}"
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+	else
+		echo "all there"
+	fi
+
+	say "build ($BUILD)"
+	bench/build.sh "$BUILD"
+
+	say "explicit page pool and hugetlbfs mounts"
+	POOL_FILE=/proc/sys/vm/nr_hugepages
+	OLD_POOL=$(cat $POOL_FILE)
+	SHARE_DIR=$(mktemp -d /tmp/hugetext-bench-share.XXXXXX)
+	HTLB_DIR=$(mktemp -d /tmp/hugetext-bench-htlb.XXXXXX)
+	cleanup() {
+		for d in "$SHARE_DIR" "$HTLB_DIR"; do
+			mountpoint -q "$d" && umount "$d"
+			rmdir "$d" 2>/dev/null || true
+		done
+		echo "$OLD_POOL" >$POOL_FILE || true
+		echo "restored vm.nr_hugepages=$(cat $POOL_FILE), unmounted hugetlbfs"
+	}
+	trap cleanup EXIT
+	trap 'exit 130' INT TERM
+	echo 600 >$POOL_FILE || true
+	echo "vm.nr_hugepages: $OLD_POOL -> $(cat $POOL_FILE) (restored on exit)"
+	share_arg=() htlb_arg=()
+	if mount -t hugetlbfs -o pagesize=2M none "$SHARE_DIR" 2>/dev/null; then
+		share_arg=(--share-dir "$SHARE_DIR")
+	fi
+	if mount -t hugetlbfs -o pagesize=2M none "$HTLB_DIR" 2>/dev/null; then
+		htlb_arg=(--htlb-dir "$HTLB_DIR")
+	fi
+
+	say "measure"
+	/usr/bin/python3 bench/measure.py --bin "$BUILD/bench" \
+		--preload "$BUILD/lib/libhugetext-preload.so" --out "$RESULTS" \
+		${MODE[@]+"${MODE[@]}"} ${ONLY:+--only "$ONLY"} \
+		${share_arg[@]+"${share_arg[@]}"} ${htlb_arg[@]+"${htlb_arg[@]}"}
+fi
+
+say "report"
+/usr/bin/python3 bench/report.py "$RESULTS" docs/benchmarks.md docs/plots
