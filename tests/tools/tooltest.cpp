@@ -1,6 +1,13 @@
 #include "tooltest.hpp"
 
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
 #include <fstream>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -172,4 +179,151 @@ std::string golden_diff(const std::string &name, const std::string &actual)
 	return "differs from " + path + " at byte " + std::to_string(i) + "\nwant: " +
 	       want.substr(line_start, want.find('\n', i) - line_start) + "\ngot:  " +
 	       actual.substr(line_start, actual.find('\n', i) - line_start);
+}
+
+// Reads a JSON value starting at @i: a string, or anything up to the
+// matching close of a nested array or object, or a bare word.
+static std::string json_value(const std::string &s, size_t &i)
+{
+	std::string v;
+
+	if (s[i] == '"') {
+		for (i++; i < s.size() && s[i] != '"'; i++) {
+			if (s[i] == '\\' && i + 1 < s.size())
+				i++;
+			v += s[i];
+		}
+		i++;
+		return v;
+	}
+	int depth = 0;
+	bool in_str = false;
+	for (; i < s.size(); i++) {
+		char c = s[i];
+		if (in_str) {
+			if (c == '\\')
+				v += s[i++];
+			else if (c == '"')
+				in_str = false;
+		} else if (c == '"') {
+			in_str = true;
+		} else if (c == '[' || c == '{') {
+			depth++;
+		} else if (c == ']' || c == '}') {
+			if (depth == 0)
+				break;
+			depth--;
+		} else if (c == ',' && depth == 0) {
+			break;
+		}
+		v += s[i];
+	}
+	return v;
+}
+
+std::vector<report_line> json_regions(const std::string &out)
+{
+	std::vector<report_line> regions;
+	size_t i = out.find("{\"regions\": [");
+
+	if (i == std::string::npos)
+		return regions;
+	i += 13;
+	while (i < out.size() && out[i] == '{') {
+		report_line m;
+		i++;
+		while (i < out.size() && out[i] != '}') {
+			while (out[i] == ' ' || out[i] == ',')
+				i++;
+			size_t k = i;
+			std::string key = json_value(out, k);
+			i = k;
+			while (out[i] == ':' || out[i] == ' ')
+				i++;
+			m[key] = json_value(out, i);
+		}
+		regions.push_back(m);
+		i++;
+		while (i < out.size() && (out[i] == ',' || out[i] == ' '))
+			i++;
+	}
+	return regions;
+}
+
+extern char **environ;
+
+child::child(const std::vector<std::string> &argv, const std::vector<std::string> &env)
+{
+	std::vector<std::string> e;
+	std::vector<char *> av, ev;
+	int ip[2], op[2];
+	posix_spawn_file_actions_t fa;
+
+	for (char **p = environ; *p; p++) {
+		std::string v = *p, name = v.substr(0, v.find('=') + 1);
+		bool replaced = false;
+		for (auto &x : env)
+			replaced = replaced || x.compare(0, name.size(), name) == 0;
+		if (!replaced)
+			e.push_back(v);
+	}
+	e.insert(e.end(), env.begin(), env.end());
+	for (auto &a : argv)
+		av.push_back(const_cast<char *>(a.c_str()));
+	av.push_back(nullptr);
+	for (auto &x : e)
+		ev.push_back(const_cast<char *>(x.c_str()));
+	ev.push_back(nullptr);
+	if (pipe2(ip, O_CLOEXEC) || pipe2(op, O_CLOEXEC))
+		return;
+	posix_spawn_file_actions_init(&fa);
+	posix_spawn_file_actions_adddup2(&fa, ip[0], 0);
+	posix_spawn_file_actions_adddup2(&fa, op[1], 1);
+	pid_t p;
+	if (posix_spawnp(&p, av[0], &fa, nullptr, av.data(), ev.data()) == 0)
+		pid = p;
+	posix_spawn_file_actions_destroy(&fa);
+	close(ip[0]);
+	close(op[1]);
+	in = ip[1];
+	out = op[0];
+}
+
+child::~child()
+{
+	if (pid > 0) {
+		kill(pid, SIGKILL);
+		waitpid(pid, nullptr, 0);
+	}
+	if (in >= 0)
+		close(in);
+	if (out >= 0)
+		close(out);
+}
+
+std::string child::read_line()
+{
+	std::string line;
+	char c;
+
+	while (out >= 0) {
+		struct pollfd p = { out, POLLIN, 0 };
+		if (poll(&p, 1, 10000) <= 0 || read(out, &c, 1) != 1 || c == '\n')
+			break;
+		line += c;
+	}
+	return line;
+}
+
+int child::finish()
+{
+	int st = 0;
+
+	if (in >= 0)
+		close(in);
+	in = -1;
+	if (pid <= 0 || waitpid(pid, &st, 0) != pid)
+		return -1;
+	pid = -1;
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }

@@ -57,4 +57,17 @@ std::string replace_all(std::string s, const std::string &from, const std::strin
 // first difference.
 std::string golden_diff(const std::string &name, const std::string &actual);
 
+// The objects of {"regions": [...]} as flat key -> raw value text (strings
+// unquoted and unescaped only for \" and \\; arrays kept as raw text).
+std::vector<report_line> json_regions(const std::string &out);
+
+// A child with pipes on its standard input and output, killed at the end.
+struct child {
+	int pid = -1, in = -1, out = -1;
+	child(const std::vector<std::string> &argv, const std::vector<std::string> &env = {});
+	~child();
+	std::string read_line();  // waits up to 10 s
+	int finish();             // closes stdin and waits: the exit status
+};
+
 #endif
