@@ -1,0 +1,305 @@
+// Description: remaps while threads run the code being moved: many in a
+// row, failing ones, concurrent ones, with signal handlers running the code
+// in the middle; fork after and during a remap; exec of a child that
+// inherits the preload.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <csignal>
+#include <cstring>
+#include <pthread.h>
+#include <string>
+#include <sys/wait.h>
+#include <thread>
+#include <unistd.h>
+#include <vector>
+
+#include "../bigtext.h"
+#include "faults.hpp"
+#include "robust.hpp"
+
+extern "C" {
+#include "hugetext.h"
+}
+
+extern "C" const char *test_skip_reason(void)
+{
+	if (!thp_enabled())
+		return "transparent huge pages are disabled (enabled is never or absent)";
+	return nullptr;
+}
+
+namespace {
+
+const unsigned long expected_sum = bigtext_sum(5);
+
+// Threads that call every generated function and check each answer.
+struct runners {
+	std::atomic<bool> stop{ false };
+	std::atomic<unsigned long> calls{ 0 }, wrong{ 0 };
+	std::vector<std::thread> threads;
+
+	explicit runners(int n)
+	{
+		for (int t = 0; t < n; t++)
+			threads.emplace_back([this, t, n] {
+				while (!stop.load(std::memory_order_relaxed)) {
+					for (unsigned i = (unsigned)t; i < bigtext_count; i += (unsigned)n) {
+						if (bigtext_get(i)(5) != (int)(15 + i))
+							wrong++;
+						calls++;
+					}
+				}
+			});
+	}
+	~runners() { join(); }
+	void join()
+	{
+		stop = true;
+		for (auto &th : threads)
+			if (th.joinable())
+				th.join();
+	}
+};
+
+struct ht_options thp_options(enum ht_mode mode = HT_MODE_THP)
+{
+	struct ht_options opt;
+	ht_options_init(&opt);
+	opt.mode = mode;
+	return opt;
+}
+
+uintptr_t span_lo()
+{
+	return ((uintptr_t)bigtext_start + HT_HUGE_PAGE_SIZE - 1) & ~(HT_HUGE_PAGE_SIZE - 1);
+}
+
+uintptr_t span_hi()
+{
+	return (uintptr_t)bigtext_end & ~(HT_HUGE_PAGE_SIZE - 1);
+}
+
+} // namespace
+
+TEST_CASE("120 range remaps while 4 threads run every function: every answer right", "[threads]")
+{
+	runners run(4);
+	int ok = 0;
+
+	for (int i = 0; i < 120; i++) {
+		struct ht_options opt = thp_options(i % 2 ? HT_MODE_THP : HT_MODE_AUTO);
+		struct ht_region r;
+		int err = ht_remap_range(&opt, bigtext_start, bigtext_end, &r);
+		INFO("round " << i << ": " << ht_error_str(r.error));
+		REQUIRE(err == 0);
+		REQUIRE(r.status == HT_STATUS_OK);
+		ok += r.huge_bytes == r.bytes;
+	}
+	run.join();
+	CHECK(run.calls > 0);
+	CHECK(run.wrong == 0);
+	CHECK(ok == 120);
+	CHECK(bigtext_sum(5) == expected_sum);
+	CHECK(huge_bytes_in(span_lo(), span_hi()) == span_hi() - span_lo());
+}
+
+TEST_CASE("remaps that fail at each step while 4 threads run leave the code running", "[threads][faults]")
+{
+	// The calls of a remap of code that was moved before (anonymous now).
+	struct ht_options opt = thp_options();
+	struct ht_region r;
+	faults_install({}, {});
+	REQUIRE(ht_remap_range(&opt, bigtext_start, bigtext_end, &r) == 0);
+	std::vector<std::string> sites;
+	for (auto &c : faults_log())
+		if (sites.empty() || std::find(sites.begin(), sites.end(), c.site) == sites.end())
+			sites.push_back(c.site);
+	faults_remove();
+	REQUIRE(sites.size() >= 5);
+
+	runners run(4);
+	int failed = 0;
+	for (int i = 0; i < 100; i++) {
+		fault_plan p;
+		p.how = fault_how::fail;
+		p.site = sites[(size_t)i % sites.size()];
+		p.persist = true;
+		p.err = i % 2 ? ENOMEM : EPERM;
+		auto before = maps_lines(span_lo(), span_hi());
+		faults_install(p, {});
+		int err = ht_remap_range(&opt, bigtext_start, bigtext_end, &r);
+		auto live = faults_live_maps();
+		auto fds = faults_open_fds();
+		faults_remove();
+		INFO("round " << i << ": " << p.site << " fails: " << ht_error_str(r.error));
+		CHECK((err < 0) == (r.status == HT_STATUS_FAILED));
+		if (r.status == HT_STATUS_FAILED) {
+			failed++;
+			CHECK(maps_lines(span_lo(), span_hi()) == before);
+		}
+		if (p.site != "munmap")
+			CHECK(live.empty());
+		CHECK(fds.empty());
+	}
+	run.join();
+	CHECK(failed >= 20);
+	CHECK(run.wrong == 0);
+	CHECK(bigtext_sum(5) == expected_sum);
+}
+
+TEST_CASE("two threads calling the API at once are served one after the other", "[threads]")
+{
+	runners run(4);
+	std::atomic<int> ok{ 0 }, bad{ 0 };
+	auto remapper = [&] {
+		for (int i = 0; i < 30; i++) {
+			struct ht_options opt = thp_options();
+			struct ht_region r;
+			if (ht_remap_range(&opt, bigtext_start, bigtext_end, &r) == 0 && r.status == HT_STATUS_OK)
+				ok++;
+			else
+				bad++;
+		}
+	};
+	std::thread a(remapper), b(remapper);
+	a.join();
+	b.join();
+	run.join();
+	CHECK(ok == 60);
+	CHECK(bad == 0);
+	CHECK(run.wrong == 0);
+}
+
+namespace {
+std::atomic<unsigned long> handler_calls{ 0 }, handler_wrong{ 0 };
+
+void run_code_in_handler(int)
+{
+	int saved = errno;
+	for (unsigned i = 0; i < bigtext_count; i += 7) {
+		if (bigtext_get(i)(5) != (int)(15 + i))
+			handler_wrong++;
+		handler_calls++;
+	}
+	errno = saved;
+}
+} // namespace
+
+TEST_CASE("signal handlers that run the code interrupt 40 remaps without harm", "[threads][signals]")
+{
+	struct sigaction sa, old;
+	std::memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = run_code_in_handler;
+	sigemptyset(&sa.sa_mask);
+	sa.sa_flags = 0; // no SA_RESTART: interrupted calls return EINTR
+	REQUIRE(sigaction(SIGUSR1, &sa, &old) == 0);
+	pthread_t self = pthread_self();
+	std::atomic<bool> stop{ false };
+	std::thread pest([&] {
+		while (!stop) {
+			pthread_kill(self, SIGUSR1);
+			usleep(200);
+		}
+	});
+	int ok = 0;
+	for (int i = 0; i < 40; i++) {
+		struct ht_options opt = thp_options();
+		struct ht_region r;
+		ok += ht_remap_range(&opt, bigtext_start, bigtext_end, &r) == 0 && r.status == HT_STATUS_OK;
+	}
+	stop = true;
+	pest.join();
+	sigaction(SIGUSR1, &old, nullptr);
+	CHECK(ok == 40);
+	CHECK(handler_calls > 0);
+	CHECK(handler_wrong == 0);
+}
+
+TEST_CASE("fork after a remap: the child runs the moved code with the same answers", "[threads][fork]")
+{
+	struct ht_options opt = thp_options();
+	struct ht_region r;
+	REQUIRE(ht_remap_range(&opt, bigtext_start, bigtext_end, &r) == 0);
+	runners run(4);
+	for (int i = 0; i < 5; i++) {
+		pid_t pid = fork();
+		if (pid == 0) {
+			// Only this thread exists in the child.
+			bool same = bigtext_sum(5) == expected_sum;
+			bool huge = huge_bytes_in(span_lo(), span_hi()) > 0;
+			_exit(same && huge ? 0 : 1);
+		}
+		REQUIRE(pid > 0);
+		int st = 0;
+		waitpid(pid, &st, 0);
+		CHECK(WIFEXITED(st));
+		CHECK(WEXITSTATUS(st) == 0);
+	}
+	run.join();
+	CHECK(run.wrong == 0);
+}
+
+TEST_CASE("a child forked while another thread remaps can still call the API", "[threads][fork]")
+{
+	// fork() copies a mutex held by another thread as held, forever: the
+	// library must not leave its lock to a child that way.
+	std::atomic<bool> stop{ false };
+	std::thread remapper([&] {
+		while (!stop) {
+			struct ht_options opt = thp_options();
+			ht_remap_range(&opt, bigtext_start, bigtext_end, nullptr);
+		}
+	});
+	int hung = 0, wrong = 0;
+	// A hang costs the alarm's seconds: stop at the second one.
+	for (int i = 0; i < 20 && hung < 2; i++) {
+		usleep(3000);
+		pid_t pid = fork();
+		if (pid == 0) {
+			alarm(3);
+			struct ht_options opt = thp_options();
+			struct ht_region r;
+			int err = ht_remap_range(&opt, bigtext_start, bigtext_end, &r);
+			_exit(err == 0 && bigtext_sum(5) == expected_sum ? 0 : 1);
+		}
+		REQUIRE(pid > 0);
+		int st = 0;
+		waitpid(pid, &st, 0);
+		hung += WIFSIGNALED(st) && WTERMSIG(st) == SIGALRM;
+		wrong += WIFEXITED(st) && WEXITSTATUS(st) != 0;
+	}
+	stop = true;
+	remapper.join();
+	CHECK(hung == 0);
+	CHECK(wrong == 0);
+}
+
+TEST_CASE("fork and exec under the preload: parent, child and exec'd program all run the same",
+	  "[threads][fork][preload]")
+{
+	std::string report = temp_path("forker.json");
+	std::string forker = build_path("tests/robust/forker");
+	std::vector<std::string> cmd = { forker, build_path("tests/bigtext-nopie") };
+	prog_result plain = run_prog(cmd);
+	REQUIRE(plain.status == 0);
+	prog_opts o;
+	o.env = { ld_preload_hugetext(), "HUGETEXT_REPORT=" + report, "HUGETEXT_MODE=thp" };
+	prog_result r = run_prog(cmd, o);
+	INFO(r.err);
+	CHECK(r.status == 0);
+	CHECK(r.out == plain.out);
+	CHECK(r.err.empty());
+	CHECK(line_value(r.out, "child status") == "0");
+	int bad = 0;
+	auto ok = ok_lines(read_report_json(report, &bad));
+	unlink(report.c_str());
+	CHECK(bad == 0);
+	// The forker before its main(), and bigtext-nopie after the exec.
+	REQUIRE(ok.size() == 2);
+	CHECK(ok[0]["object"].find("forker") != std::string::npos);
+	CHECK(ok[1]["object"].find("bigtext-nopie") != std::string::npos);
+	CHECK(ok[0]["pid"] != ok[1]["pid"]);
+}
