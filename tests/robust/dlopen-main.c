@@ -1,0 +1,103 @@
+/*
+ * dlopen-main LIB: four threads run the program's own generated code while
+ * the main thread dlopen()s LIB (a library built from bigtext.S).  Prints
+ * what the program can observe of dlopen(): its result, dlerror(), errno,
+ * RTLD_NOLOAD, a failing dlopen's message; then the library's huge page kB
+ * (right after dlopen returned), its checksum, and the threads' count of
+ * wrong answers.
+ */
+#include <dlfcn.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../bigtext.h"
+
+static volatile int stop;
+static unsigned long wrong, calls;
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+
+static void *runner(void *arg)
+{
+	unsigned t = (unsigned)(unsigned long)arg, w = 0, c = 0;
+
+	while (!stop) {
+		for (unsigned i = t; i < bigtext_count; i += 4) {
+			w += bigtext_get(i)(5) != (int)(15 + i);
+			c++;
+		}
+	}
+	pthread_mutex_lock(&mu);
+	wrong += w;
+	calls += c;
+	pthread_mutex_unlock(&mu);
+	return NULL;
+}
+
+/* Huge page kB (THP or hugetlb) of the mappings that overlap [lo, hi). */
+static unsigned long huge_kb(const char *lo, const char *hi)
+{
+	FILE *f = fopen("/proc/self/smaps", "r");
+	char line[512];
+	unsigned long a, b, kb, total = 0;
+	int in = 0;
+
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "%lx-%lx ", &a, &b) == 2 && !strstr(line, " kB"))
+			in = b > (unsigned long)lo && a < (unsigned long)hi;
+		else if (in && (sscanf(line, "AnonHugePages: %lu kB", &kb) == 1 ||
+				sscanf(line, "Private_Hugetlb: %lu kB", &kb) == 1 ||
+				sscanf(line, "Shared_Hugetlb: %lu kB", &kb) == 1))
+			total += kb;
+	}
+	fclose(f);
+	return total;
+}
+
+int main(int argc, char **argv)
+{
+	pthread_t th[4];
+	void *h;
+	const char *err;
+
+	if (argc < 2)
+		return 2;
+	for (unsigned long t = 0; t < 4; t++)
+		pthread_create(&th[t], NULL, runner, (void *)t);
+	usleep(20000);
+
+	errno = 0;
+	h = dlopen(argv[1], RTLD_NOW);
+	printf("dlopen %s\n", h ? "ok" : "failed");
+	if (!h)
+		printf("dlopen error %s\n", dlerror());
+	err = dlerror();
+	printf("dlerror after %s\n", err ? err : "(none)");
+	if (h) {
+		char *start = dlsym(h, "bigtext_start"), *end = dlsym(h, "bigtext_end");
+		unsigned *count = dlsym(h, "bigtext_count"), *stride = dlsym(h, "bigtext_stride");
+		unsigned long sum = 0;
+
+		printf("dso_huge_kb %lu\n", start && end ? huge_kb(start, end) : 0);
+		if (start && count && stride)
+			for (unsigned i = 0; i < *count; i++)
+				sum = sum * 31 + (unsigned)((int (*)(int))(void *)(start + (unsigned long)i * *stride))(7);
+		printf("dso sum %lu\n", sum);
+		printf("noload same %d\n", dlopen(argv[1], RTLD_NOW | RTLD_NOLOAD) == h);
+	}
+	errno = 0;
+	printf("missing %s\n", dlopen("libhugetext-no-such-library.so", RTLD_NOW) ? "loaded?" : dlerror());
+	printf("missing errno %d\n", errno);
+
+	stop = 1;
+	for (int t = 0; t < 4; t++)
+		pthread_join(th[t], NULL);
+	printf("wrong %lu\n", wrong);
+	printf("threads ran %s\n", calls ? "yes" : "no");
+	printf("sum %lu\n", bigtext_sum(7));
+	return 0;
+}
