@@ -39,6 +39,15 @@ static double now_ms(void)
 	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
+/* CPU time of this thread: time the scheduler gave to another process is not counted. */
+static double cpu_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
 static bigtext_fn fn(unsigned i)
 {
 	return (bigtext_fn)(void *)(bigtext_start + (unsigned long)i * bigtext_stride);
@@ -106,7 +115,7 @@ static int do_loop(unsigned long calls, unsigned funcs)
 	unsigned long sum = touch_all();
 	const uint64_t n = funcs && funcs < bigtext_count ? funcs : bigtext_count;
 	const uint64_t step = bigtext_count / n;
-	double t = now_ms();
+	double t = now_ms(), c = cpu_ms();
 
 	for (unsigned long i = 0; i < calls; i++) {
 		/* xorshift64, then a multiply-shift to pick one of n functions */
@@ -116,8 +125,10 @@ static int do_loop(unsigned long calls, unsigned funcs)
 		sum += (unsigned)fn((unsigned)((((x >> 32) * n) >> 32) * step))((int)i, 0);
 	}
 	t = now_ms() - t;
-	printf("{\"calls\":%lu,\"ms\":%.3f,\"ns_per_call\":%.4f,\"functions\":%u,\"called\":%lu,",
-	       calls, t, t * 1e6 / (double)calls, bigtext_count, (unsigned long)n);
+	c = cpu_ms() - c;
+	printf("{\"calls\":%lu,\"ms\":%.3f,\"cpu_ms\":%.3f,\"ns_per_call\":%.4f,\"wall_ns_per_call\":%.4f,"
+	       "\"functions\":%u,\"called\":%lu,", calls, t, c, c * 1e6 / (double)calls,
+	       t * 1e6 / (double)calls, bigtext_count, (unsigned long)n);
 	print_cover();
 	printf(",\"checksum\":%lu}\n", sum);
 	return 0;
@@ -127,14 +138,17 @@ static int do_loop(unsigned long calls, unsigned funcs)
 static int do_chain(unsigned long calls)
 {
 	unsigned long sum = touch_all();
-	double t;
+	double t, c;
 
 	fn(0)(1, (long)bigtext_chain * 4); /* a few laps to warm up */
 	t = now_ms();
+	c = cpu_ms();
 	sum += (unsigned)fn(0)(1, (long)calls);
+	c = cpu_ms() - c;
 	t = now_ms() - t;
-	printf("{\"calls\":%lu,\"ms\":%.3f,\"ns_per_call\":%.4f,\"functions\":%u,\"called\":%u,",
-	       calls, t, t * 1e6 / (double)calls, bigtext_count, bigtext_chain);
+	printf("{\"calls\":%lu,\"ms\":%.3f,\"cpu_ms\":%.3f,\"ns_per_call\":%.4f,\"wall_ns_per_call\":%.4f,"
+	       "\"functions\":%u,\"called\":%u,", calls, t, c, c * 1e6 / (double)calls,
+	       t * 1e6 / (double)calls, bigtext_count, bigtext_chain);
 	print_cover();
 	printf(",\"checksum\":%lu}\n", sum);
 	return 0;
@@ -144,19 +158,21 @@ static int do_remap(const char *mode, const char *fill)
 {
 	struct ht_options opt;
 	struct ht_region r;
-	double t;
+	double t, c;
 	int err;
 
 	ht_options_init(&opt);
 	opt.mode = strcmp(mode, "explicit") == 0 ? HT_MODE_EXPLICIT : HT_MODE_THP;
 	opt.fill = strcmp(fill, "pread") == 0 ? 1 : strcmp(fill, "memcpy") == 0 ? 2 : 0;
 	memset(&r, 0, sizeof(r));
+	c = cpu_ms();
 	t = now_ms();
 	err = ht_remap_range(&opt, bigtext_start, bigtext_end, &r);
 	t = now_ms() - t;
-	printf("{\"ms\":%.3f,\"lib_ms\":%.3f,\"bytes\":%zu,\"huge_bytes\":%zu,\"status\":\"%s\","
+	c = cpu_ms() - c;
+	printf("{\"ms\":%.3f,\"cpu_ms\":%.3f,\"lib_ms\":%.3f,\"bytes\":%zu,\"huge_bytes\":%zu,\"status\":\"%s\","
 	       "\"mode\":\"%s\",\"fill\":\"%s\",\"error\":\"%s\",\"errno\":%d,",
-	       t, r.ms, r.bytes, r.huge_bytes, ht_status_str(r.status), ht_mode_str(r.mode),
+	       t, c, r.ms, r.bytes, r.huge_bytes, ht_status_str(r.status), ht_mode_str(r.mode),
 	       r.fill ? r.fill : "", err ? ht_error_str(r.error) : "", -err);
 	print_cover();
 	printf(",\"checksum\":%lu}\n", touch_all());
@@ -168,12 +184,13 @@ static int do_floor(void)
 	size_t len = (size_t)(bigtext_end - bigtext_start);
 	volatile char sink = 0;
 	char *p, *a;
-	double t;
+	double t, cpu;
 	struct cover c;
 
 	/* The source is resident and mapped: the floor has no page cache work. */
 	for (size_t off = 0; off < len; off += 4096)
 		sink += bigtext_start[off];
+	cpu = cpu_ms();
 	t = now_ms();
 	p = mmap(NULL, len + HUGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (p == MAP_FAILED) {
@@ -184,8 +201,9 @@ static int do_floor(void)
 	madvise(a, len, MADV_HUGEPAGE);
 	memcpy(a, bigtext_start, len);
 	t = now_ms() - t;
+	cpu = cpu_ms() - cpu;
 	c = cover_of((uintptr_t)a, (uintptr_t)a + len);
-	printf("{\"ms\":%.3f,\"bytes\":%zu,\"huge_bytes\":%lu,\"same\":%d}\n", t, len,
+	printf("{\"ms\":%.3f,\"cpu_ms\":%.3f,\"bytes\":%zu,\"huge_bytes\":%lu,\"same\":%d}\n", t, cpu, len,
 	       c.anon_huge * 1024, memcmp(a, bigtext_start, len) == 0);
 	return 0;
 }

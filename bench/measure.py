@@ -13,6 +13,7 @@ import json
 import os
 import random
 import re
+import resource
 import shutil
 import signal
 import statistics
@@ -63,10 +64,15 @@ def meminfo():
 # ---------------------------------------------------------------- running
 
 class Run:
-    """One process: wall time, stdout, the JSON line it printed, the report."""
+    """One process: wall and CPU time, stdout, the JSON line it printed, the report."""
 
-    def __init__(self, wall_ms, rc, out, err, report):
+    def __init__(self, wall_ms, rc, out, err, report, cpu_ms=0.0):
         self.wall_ms, self.rc, self.out, self.err, self.report = wall_ms, rc, out, err, report
+        self.cpu_ms = cpu_ms
+
+    def times(self):
+        """Wall time first (what a user waits for), CPU time (user+sys) beside it."""
+        return {"wall": self.wall_ms, "cpu": self.cpu_ms}
 
     def json(self):
         for line in reversed(self.out.splitlines()):
@@ -92,9 +98,12 @@ def run(argv, env=None, preload=False, report=True, timeout=600, cwd=None):
                 os.unlink(rep)
             e["HUGETEXT_REPORT"] = rep
     e.update(env or {})
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
     t = time.perf_counter()
     p = subprocess.run(argv, env=e, capture_output=True, text=True, timeout=timeout, cwd=cwd)
     wall = (time.perf_counter() - t) * 1e3
+    ru2 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (ru2.ru_utime - ru.ru_utime + ru2.ru_stime - ru.ru_stime) * 1e3
     recs = []
     if rep and os.path.exists(rep):
         for line in read(rep).splitlines():
@@ -102,7 +111,7 @@ def run(argv, env=None, preload=False, report=True, timeout=600, cwd=None):
                 recs.append(json.loads(line))
             except ValueError:
                 pass
-    return Run(wall, p.returncode, p.stdout, p.stderr, recs)
+    return Run(wall, p.returncode, p.stdout, p.stderr, recs, cpu)
 
 
 def check_report(r, obj_re, mode=None, need_cache=False):
@@ -135,8 +144,9 @@ def stats(xs):
     xs = [x for x in xs if x is not None]
     if not xs:
         return None
+    q = statistics.quantiles(xs, n=4) if len(xs) >= 2 else [xs[0], xs[0], xs[0]]
     return {"median": statistics.median(xs), "min": min(xs), "max": max(xs), "n": len(xs),
-            "values": xs}
+            "q1": q[0], "q3": q[2], "values": xs}
 
 
 def interleave(variants, reps, one, label):
@@ -156,7 +166,14 @@ def interleave(variants, reps, one, label):
             log(f"  {label}: round {i + 1}/{reps}")
     out = {}
     for k in variants:
+        alt = {}
+        if vals[k] and isinstance(vals[k][0], dict):
+            keys = list(vals[k][0])
+            alt = {a: stats([v[a] for v in vals[k]]) for a in keys[1:]}
+            vals[k] = [v[keys[0]] for v in vals[k]]
         s = stats(vals[k])
+        if s is not None and alt:
+            s["alt"] = alt
         if s is None:
             out[k] = {"na": probs[k][0] if probs[k] else "no value"}
         else:
@@ -192,11 +209,17 @@ def ensure_pool(n):
 # ---------------------------------------------------------------- machine
 
 def machine():
-    cpu = ""
+    cpu, fam = "", {}
     for line in read("/proc/cpuinfo").splitlines():
-        if line.startswith("model name"):
-            cpu = line.split(":", 1)[1].strip()
-            break
+        k, _, v = line.partition(":")
+        k, v = k.strip(), v.strip()
+        if k == "model name" and not cpu:
+            cpu = v
+        elif k in ("cpu family", "model", "stepping") and k not in fam:
+            fam[k] = v
+    if fam:
+        cpu += f" (family {fam.get('cpu family')}, model {fam.get('model')}, stepping {fam.get('stepping')})"
+    caches = sh("lscpu | grep -E '^(L1i|L2|L3) cache' | sed 's/  */ /g' | paste -sd ';'")
     thp = "/sys/kernel/mm/transparent_hugepage/"
     perf = sh("perf stat -e iTLB-load-misses,iTLB-loads -x, true 2>&1")
     perf_ok = bool(perf) and "not supported" not in perf and "<not" not in perf and \
@@ -204,6 +227,7 @@ def machine():
     return {
         "cpu": cpu,
         "cores": os.cpu_count(),
+        "caches": caches,
         "mem_gib": round(meminfo().get("MemTotal", 0) / 1048576, 1),
         "kernel": os.uname().release,
         "hypervisor": sh("lscpu | sed -n 's/^Hypervisor vendor: *//p'"),
@@ -250,7 +274,7 @@ def remap_cost():
                     return None, f"{j.get('status')}: {j.get('error')} (errno {j.get('errno')})"
                 if j.get("mode") != mode:
                     return None, f"asked for {mode}, got {j.get('mode')}"
-                return j["ms"], None
+                return {"wall": j["ms"], "cpu": j.get("cpu_ms", 0.0)}, None
             return f
 
         def floor():
@@ -259,7 +283,7 @@ def remap_cost():
                 return None, "no output"
             if j.get("huge_bytes", 0) < j.get("bytes", 1):
                 return None, f"floor copy only {j.get('huge_bytes', 0) >> 20} MiB on huge pages"
-            return j["ms"], None
+            return {"wall": j["ms"], "cpu": j.get("cpu_ms", 0.0)}, None
 
         fills = {}
 
@@ -299,7 +323,7 @@ console.log(JSON.stringify(kb));
 def startup():
     res = {"node": {}, "synthetic": {}}
     node = shutil.which("node")
-    reps = 7 if ARGS.quick else 21
+    reps = 9 if ARGS.quick else 31
     share = {"HUGETEXT_SHARE": "1", "HUGETEXT_SHARE_DIR": ARGS.share_dir} if ARGS.share_dir else None
     if not node:
         res["node"] = {"na": "node is not installed"}
@@ -364,7 +388,7 @@ def startup():
                     p = check_report(r, obj, None, need_cache=True)
                     if p:
                         return None, p
-                return r.wall_ms, None
+                return r.times(), None
             return f
         ok = {k: thunk(k) for k in variants if not checks.get(k)}
         res["node"] = interleave(ok, reps, None, "node")
@@ -413,7 +437,7 @@ def startup():
                 p = check_report(r, "bt-46$", k)
                 if p:
                     return None, p
-            return r.wall_ms, None
+            return r.times(), None
         return f
     res["synthetic"] = interleave({k: sthunk(k) for k in variants if not checks.get(k)},
                                   reps, None, "synthetic")
@@ -428,7 +452,7 @@ def startup():
 
 def itlb():
     sizes = [8, 16, 32, 46, 64, 128]
-    reps = 2 if ARGS.quick else 5
+    reps = 2 if ARGS.quick else 7
     loops = {"random": ["loop", "3000000" if ARGS.quick else "5000000"],
              "chain": ["chain", "6000000" if ARGS.quick else "10000000"]}
     res = {"sizes": sizes, "loops": {}}
@@ -475,7 +499,7 @@ def itlb():
                         return None, f"the code is not on huge pages ({field} = 0)"
                     if not field and frac > 0:
                         return None, "the 4 KiB baseline was on huge pages"
-                    return j["ns_per_call"], None
+                    return {"cpu": j["ns_per_call"], "wall": j.get("wall_ns_per_call", 0.0)}, None
                 return f
             r = interleave({k: thunk(k) for k in variants}, reps, None, f"{loop} {mib}")
             for k in variants:
@@ -729,7 +753,7 @@ def realwork():
         argv = [gxx, "-O2", "-std=c++17", "-c", src, "-o", os.path.join(work, "big.o")]
         cc1 = sh("g++ -print-prog-name=cc1plus")
         res["gxx_info"] = {"lines": sum(1 for _ in open(src)), "cc1plus": cc1,
-                           "cc1plus_text_mib": round(int((sh(f"size {cc1} | tail -1").split() or ['0'])[0]) / 1048576, 1)}
+                           "cc1plus_text_mib": round(int(sh(f"readelf -lW {cc1} | awk '$1 == \"LOAD\" && $7 ~ /E/ {{ s += strtonum($6) }} END {{ print s + 0 }}'") or 0) / 1048576, 1)}
         log(f"g++ -O2 -c of {res['gxx_info']['lines']} lines: {reps} interleaved rounds")
         variants = {"plain": (None, False, None), "thp": ({"HUGETEXT_MODE": "thp"}, True, "thp"),
                     "explicit": ({"HUGETEXT_MODE": "explicit"}, True, "explicit")}
@@ -784,7 +808,7 @@ def timed_real(argv, variants, obj, reps, label, pool, cwd=None):
                 p = check_report(r, obj, mode)
                 if p:
                     return None, p
-            return r.wall_ms / 1e3, None
+            return {"wall": r.wall_ms / 1e3, "cpu": r.cpu_ms / 1e3}, None
         return f
     out = interleave({k: thunk(k) for k in variants if not checks.get(k)}, reps, None, label)
     for k, why in checks.items():
