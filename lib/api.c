@@ -24,6 +24,30 @@
 
 /* One remap at a time: the maps we read must stay true while we act on them. */
 pthread_mutex_t ht_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
+
+/*
+ * fork() copies a mutex held by another thread as held forever: take the
+ * lock around fork() so that the child gets it free.  Registered at the
+ * first call, so that linking the library changes nothing.
+ */
+static void lock_before_fork(void) { pthread_mutex_lock(&ht_lock); }
+static void unlock_after_fork(void) { pthread_mutex_unlock(&ht_lock); }
+static void register_atfork(void)
+{
+	pthread_atfork(lock_before_fork, unlock_after_fork, unlock_after_fork);
+}
+
+void ht_lock_acquire(void)
+{
+	pthread_once(&atfork_once, register_atfork);
+	pthread_mutex_lock(&ht_lock);
+}
+
+void ht_lock_release(void)
+{
+	pthread_mutex_unlock(&ht_lock);
+}
 
 struct run {
 	const struct ht_options *opt;
@@ -454,9 +478,9 @@ int ht_remap(const struct ht_options *opt, struct ht_region *regions,
 	}
 	if ((unsigned)opt->mode > HT_MODE_OFF || (max && !regions))
 		return -EINVAL;
-	pthread_mutex_lock(&ht_lock);
+	ht_lock_acquire();
 	err = ht_remap_locked(opt, NULL, regions, max, count);
-	pthread_mutex_unlock(&ht_lock);
+	ht_lock_release();
 	return err;
 }
 
@@ -505,8 +529,8 @@ int ht_remap_range(const struct ht_options *opt, const void *from,
 		return -EINVAL;
 	if (opt->mode == HT_MODE_OFF)
 		return 0;
-	pthread_mutex_lock(&ht_lock);
+	ht_lock_acquire();
 	err = range_locked(opt, from, to, region);
-	pthread_mutex_unlock(&ht_lock);
+	ht_lock_release();
 	return err;
 }

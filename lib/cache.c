@@ -16,6 +16,10 @@
 #define HT_CACHE_SAMPLES 32
 #define HT_CACHE_SAMPLE_LEN 64
 
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23
+#endif
+
 int ht_cache_name(const struct ht_cache_key *k, char *buf, size_t len)
 {
 	char id[2 * 64 + 1];
@@ -219,6 +223,9 @@ static int fill_entry(const struct ht_options *opt, int dirfd, const char *name,
 	if (err == 0)
 		err = ht_sys_map_file(fd, len, PROT_READ | PROT_WRITE, 1, &p);
 	ht_sys_close(fd);
+	/* Get every page first: over a hugetlb cgroup limit, a touch is SIGBUS. */
+	if (err == 0 && (err = ht_sys_advise(p, len, MADV_POPULATE_WRITE)) < 0)
+		ht_sys_unmap(p, len);
 	if (err == 0) {
 		ht_fill(opt, span, src, p, len, r);
 		ht_sys_unmap(p, len);

@@ -75,6 +75,9 @@ double ht_now_ms(void);
 #include <pthread.h>
 /* Held while the maps we read must stay true: one remap at a time. */
 extern pthread_mutex_t ht_lock;
+/* Take and drop ht_lock; the first take makes fork() safe for it. */
+void ht_lock_acquire(void);
+void ht_lock_release(void);
 /* ht_remap with the lock held; @dso_bre selects one library, iodlr-style. */
 int ht_remap_locked(const struct ht_options *opt, const char *dso_bre,
 		    struct ht_region *regions, size_t max, size_t *count);

@@ -91,9 +91,9 @@ map_status MapDSOToLargePages(const char *lib_regex)
 		return map_null_regex;
 	env_options(&opt);
 	opt.ignore = NULL;
-	pthread_mutex_lock(&ht_lock);
+	ht_lock_acquire();
 	ht_remap_locked(&opt, lib_regex, g, 8, &n);
-	pthread_mutex_unlock(&ht_lock);
+	ht_lock_release();
 	return from_regions(g, n < 8 ? n : 8, map_region_not_found);
 }
 

@@ -69,9 +69,9 @@ static void remap_new(const struct ht_object *before, size_t nbefore)
 	if (ht_objects_list(&after, &nafter) < 0)
 		return;
 	if (any_candidate(after, nafter, before, nbefore)) {
-		pthread_mutex_lock(&ht_lock);
+		ht_lock_acquire();
 		ht_remap_new(&opt, NULL, before, nbefore, NULL, 0, NULL);
-		pthread_mutex_unlock(&ht_lock);
+		ht_lock_release();
 	}
 	free(after);
 }

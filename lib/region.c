@@ -18,12 +18,14 @@ static int is_code(const struct ht_map *m)
 }
 
 /*
- * Anonymous code on whole huge pages inside an object's segment is what a
- * remap leaves behind (ours, from any copy of the library, or iodlr's).
+ * Code on whole huge pages inside an object's segment that is not the
+ * object's file is what a remap leaves behind: anonymous THP memory,
+ * "/anon_hugepage" for explicit pages, a shared cache file; ours, from any
+ * copy of the library, or iodlr's.
  */
-static int looks_moved(const struct ht_map *m)
+static int looks_moved(const struct ht_map *m, const struct ht_map *obj)
 {
-	return m->inode == 0 && is_code(m) && m->start % HT_HUGE_PAGE_SIZE == 0 &&
+	return !same_file(m, obj) && is_code(m) && m->start % HT_HUGE_PAGE_SIZE == 0 &&
 	       m->end % HT_HUGE_PAGE_SIZE == 0;
 }
 
@@ -58,7 +60,7 @@ static int check_cover(const char *maps, size_t len, uintptr_t hi,
 
 	*file_backed = first->inode != 0;
 	for (;;) {
-		if (!any_object && looks_moved(&m))
+		if (!any_object && looks_moved(&m, first))
 			return -EALREADY;
 		if (!is_code(&m))
 			return -ENOENT;

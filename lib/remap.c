@@ -17,6 +17,9 @@
 #ifndef MADV_COLLAPSE
 #define MADV_COLLAPSE 25
 #endif
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23
+#endif
 
 double ht_now_ms(void)
 {
@@ -67,28 +70,45 @@ void ht_fill(const struct ht_options *opt, struct ht_span span, const struct ht_
 }
 
 /*
- * Fills the copy, 2 MiB at a time when there is a deadline, since the
- * first touch of each huge page is what can stall (compaction).
- * Returns: the bytes filled, a multiple of 2 MiB unless it is all of @len.
+ * Gets the pages of [@at, @at + @len) of the copy before anything is
+ * written there.  A hugetlb page over a cgroup's limit (a Kubernetes pod
+ * without hugepages) or memory over a memory cgroup's limit would
+ * otherwise be SIGBUS or the OOM killer on first touch; populating turns
+ * both into an error we can back out of.  Kernels before 5.14 lack it: THP
+ * then fills by faulting as usual, hugetlb is not risked.
  */
-static size_t fill_copy(const struct ht_options *opt, struct ht_span span,
-			const struct ht_source *src, char *copy, struct ht_region *r)
+static int populate(enum ht_mode mode, char *copy, size_t at, size_t len)
+{
+	int err = ht_sys_advise(copy + at, len, MADV_POPULATE_WRITE);
+
+	if (err == -EINVAL && mode == HT_MODE_THP)
+		return 0;
+	return err;
+}
+
+/*
+ * Fills the copy, 2 MiB at a time when there is a deadline, since getting
+ * each huge page is what can stall (compaction).
+ * Returns: the bytes filled, a multiple of 2 MiB unless it is all of the
+ * span, or a negative errno when the kernel would not give the pages.
+ */
+static ssize_t fill_copy(const struct ht_options *opt, enum ht_mode mode, struct ht_span span,
+			 const struct ht_source *src, char *copy, struct ht_region *r)
 {
 	size_t len = span.end - span.start, at = 0;
+	size_t piece = src->deadline_ms ? HT_HUGE_PAGE_SIZE : len;
 
-	if (!src->deadline_ms) {
-		fill_part(opt, span, src, copy, 0, len, r);
-		return len;
-	}
 	while (at < len) {
-		fill_part(opt, span, src, copy, at, at + HT_HUGE_PAGE_SIZE, r);
-		/* Touch the page even where nothing is mapped, so it is allocated now. */
-		copy[at] = copy[at];
-		at += HT_HUGE_PAGE_SIZE;
-		if (at < len && ht_now_ms() >= src->deadline_ms)
+		int err = populate(mode, copy, at, piece);
+
+		if (err < 0)
+			return err;
+		fill_part(opt, span, src, copy, at, at + piece, r);
+		at += piece;
+		if (src->deadline_ms && at < len && ht_now_ms() >= src->deadline_ms)
 			break;
 	}
-	return at;
+	return (ssize_t)at;
 }
 
 /* Bytes of the copy the kernel put on huge pages, from smaps. */
@@ -145,18 +165,23 @@ static int alloc_copy(enum ht_mode mode, size_t len, char **copy, struct ht_regi
 static int build_copy(const struct ht_options *opt, enum ht_mode mode, struct ht_span *span,
 		      const struct ht_source *src, char **out, struct ht_region *r)
 {
-	size_t len = span->end - span->start, done;
+	size_t len = span->end - span->start;
+	ssize_t done;
 	char *copy;
 	int err = alloc_copy(mode, len, &copy, r);
 
 	if (err < 0)
 		return err;
-	done = fill_copy(opt, *span, src, copy, r);
-	if (done < len) {
+	done = fill_copy(opt, mode, *span, src, copy, r);
+	if (done < 0) {
+		ht_sys_unmap(copy, len);
+		return fail(r, HT_E_NO_HUGE, (int)done);
+	}
+	if ((size_t)done < len) {
 		/* The budget ran out: keep the part that is ready, on whole huge pages. */
-		ht_sys_unmap(copy + done, len - done);
-		len = done;
-		span->end = span->start + done;
+		ht_sys_unmap(copy + done, len - (size_t)done);
+		len = (size_t)done;
+		span->end = span->start + len;
 		r->error = HT_E_BUDGET;
 	}
 	if (mode == HT_MODE_THP && check_thp(copy, len, r) < 0)

@@ -115,7 +115,8 @@ int ht_format_human(const struct ht_region *r, char *buf, size_t len)
 /* One write per line, so concurrent processes never interleave lines. */
 static void append_line(const char *path, const char *line, size_t len)
 {
-	int fd = ht_sys_open(path, O_WRONLY | O_APPEND | O_CREAT | O_NOCTTY, 0644);
+	/* NONBLOCK: a FIFO nobody reads must not stop the program. */
+	int fd = ht_sys_open(path, O_WRONLY | O_APPEND | O_CREAT | O_NOCTTY | O_NONBLOCK, 0644);
 
 	if (fd < 0)
 		return;
@@ -125,7 +126,8 @@ static void append_line(const char *path, const char *line, size_t len)
 
 void ht_report_emit(const struct ht_options *opt, const struct ht_region *r)
 {
-	char line[1024];
+	/* Room for the longest object name with every byte escaped (\u00XX). */
+	char line[sizeof(r->object) * 6 + 1024];
 	int n;
 
 	if (opt->report_path) {
