@@ -96,6 +96,10 @@ for k, label in (("cpu", "CPU"), ("cores", "cores"), ("caches", "caches"), ("mem
                  ("thp_khugepaged_defrag", "khugepaged defrag"), ("pool_pages", "explicit pool during the run (2 MiB pages)"),
                  ("node", "node"), ("gxx", "g++"), ("rustc", "rustc")):
     w(f"| {label} | `{m.get(k, '')}` |")
+if R.get("load"):
+    w("| load average (1 min) at the start and end of each step | " +
+      ", ".join(f"{k} {a:.1f}→{b:.1f}" for k, (a, b) in R["load"].items()) +
+      " (above 0 means other work shared the 2 cores) |")
 w(f"| iTLB counters (`perf stat -e iTLB-load-misses`) | {'available' if m.get('perf_itlb') else 'not available on this machine (the VM exposes no hardware counters): no miss counts below'} |")
 w()
 SUMMARY_AT = len(OUT)
@@ -288,7 +292,8 @@ else:
                         curves[v][3].append(base["median"] / x.get("q1", x["median"]) - r)
                 cov = x.get("coverage") or []
                 if v != "4k" and cov and min(cov) < 0.99:
-                    c += f", {min(cov) * 100:.0f}% on huge pages"
+                    cov = sorted(cov)
+                    c += f", {cov[len(cov) // 2] * 100:.0f}% on huge pages"
                 cells.append(c)
             w(f"| {mib} MiB | " + " | ".join(cells) + " |")
         w()
@@ -318,7 +323,8 @@ else:
     w()
     w("\"relinked, no tool\" is the 2 MiB-relinked program run plainly: on this kernel the page cache "
       "holds large folios for freshly written files and maps them with PMDs where the file offset "
-      "allows, so part of its code (the percentage shown) is on huge pages with no tool at all.")
+      "allows, so part of its code (the percentage shown, median over the runs) is on huge pages with no tool "
+      "at all; the share changes from run to run with the state of the page cache.")
     w()
     if it.get("perf"):
         w("iTLB misses (`perf stat`):")
@@ -416,6 +422,44 @@ else:
     w("```")
     w(m.get("perf_itlb_output", "").strip())
     w("```")
+w()
+
+# ------------------------------------------------------------------ break-even, from this run
+w("## Break-even, from this run's figures")
+w()
+be = []
+rc128 = (R.get("remap") or {}).get("128", {})
+if ok(rc128.get("thp-auto")):
+    per = rc128["thp-auto"]["median"] / 128
+    be.append(f"Copy cost: {per:.2f} ms per MiB of code (median at 128 MiB; the maxima show the slow phases).")
+nd = (R.get("startup") or {}).get("node", {})
+if ok(nd.get("plain")) and ok(nd.get("thp")):
+    d = nd["thp"]["median"] - nd["plain"]["median"]
+    be.append(f"`node -e 0`: the THP copy adds {d:.1f} ms to a {nd['plain']['median']:.0f} ms start"
+              + (f"; the warm shared cache {nd['share-warm']['median'] - nd['plain']['median']:+.1f} ms"
+                 if ok(nd.get("share-warm")) else "") + ".")
+rw_ = R.get("real") or {}
+for key, label in (("gxx", "g++"), ("rustc", "rustc")):
+    v = rw_.get(key, {})
+    for mode in ("thp", "explicit"):
+        if not (ok(v.get("plain")) and ok(v.get(mode))):
+            continue
+        mv = v.get("moved", {}).get(mode, {})
+        cost = mv.get("ms")
+        fw = 1 - v[mode]["median"] / v["plain"]["median"]
+        rc_ = ratio(alt(v[mode]), alt(v["plain"]))
+        fc = 1 - rc_ if rc_ is not None else 0
+        txt = (f"{label}, {mode}: wall time {fw * 100:+.1f}%, CPU time {fc * 100:+.1f}% "
+               f"(positive = faster), for a copy of {mv.get('huge_mib')} MiB in {cost or 0:.0f} ms")
+        f_ = fc if fc > 0 else fw
+        if f_ > 0 and cost:
+            txt += (f": at a {f_ * 100:.1f}% gain the copy is repaid by any run longer than "
+                    f"{cost / 1000 / f_:.2f} s.")
+        else:
+            txt += ": no gain measurable above the noise in this run."
+        be.append(txt)
+for b in be:
+    w(f"- {b}")
 w()
 
 # ------------------------------------------------------------------ notes + meaning (static text in docs)
