@@ -9,12 +9,14 @@
  *   bench-text chain CALLS           CALLS direct jumps from page to page
  *   bench-text remap MODE FILL       time ht_remap_range() on the code
  *                                    MODE thp|explicit, FILL auto|pread|memcpy
- *   bench-text floor                 time the one-copy floor: fresh 2 MiB-aligned
+ *   bench-text floor [HOW]           time the one-copy floor: fresh 2 MiB-aligned
  *                                    THP memory filled by one memcpy() from the
- *                                    (pre-touched, resident) code
+ *                                    (pre-touched, resident) code; HOW populate
+ *                                    or pread: other fills, for comparison
  *   bench-text hold                  touch all code, print a line, wait for a signal
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -179,17 +181,51 @@ static int do_remap(const char *mode, const char *fill)
 	return 0;
 }
 
-static int do_floor(void)
+/*
+ * The one-copy floor, and two cheaper-than-us ways to fill a copy, for
+ * comparison:
+ *   resident  the code is touched first (untimed): one memcpy() from it
+ *   populate  MADV_POPULATE_READ maps the code from the page cache, then
+ *             one memcpy() (both timed)
+ *   pread     one pread() from the program's file (timed)
+ * Each into fresh 2 MiB-aligned MADV_HUGEPAGE memory.
+ */
+#ifndef MADV_POPULATE_READ
+#define MADV_POPULATE_READ 22
+#endif
+static int do_floor(const char *how)
 {
 	size_t len = (size_t)(bigtext_end - bigtext_start);
 	volatile char sink = 0;
 	char *p, *a;
 	double t, cpu;
 	struct cover c;
+	int fd = -1;
+	off_t off = 0;
 
-	/* The source is resident and mapped: the floor has no page cache work. */
-	for (size_t off = 0; off < len; off += 4096)
-		sink += bigtext_start[off];
+	if (strcmp(how, "resident") == 0) {
+		for (size_t o = 0; o < len; o += 4096)
+			sink += bigtext_start[o];
+	} else if (strcmp(how, "pread") == 0) {
+		/* The file offset of the code, from /proc/self/maps. */
+		FILE *f = fopen("/proc/self/maps", "r");
+		char line[512], path[256];
+		unsigned long lo, hi, fo;
+
+		while (f && fgets(line, sizeof(line), f)) {
+			if (sscanf(line, "%lx-%lx %*s %lx %*s %*s %255s", &lo, &hi, &fo, path) == 4 &&
+			    lo <= (uintptr_t)bigtext_start && (uintptr_t)bigtext_start < hi) {
+				off = (off_t)(fo + ((uintptr_t)bigtext_start - lo));
+				fd = open(path, O_RDONLY);
+			}
+		}
+		if (f)
+			fclose(f);
+		if (fd < 0) {
+			printf("{\"error\":\"cannot open the program's file\"}\n");
+			return 1;
+		}
+	}
 	cpu = cpu_ms();
 	t = now_ms();
 	p = mmap(NULL, len + HUGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -199,12 +235,24 @@ static int do_floor(void)
 	}
 	a = (char *)(((uintptr_t)p + HUGE - 1) & ~(HUGE - 1));
 	madvise(a, len, MADV_HUGEPAGE);
-	memcpy(a, bigtext_start, len);
+	if (fd >= 0) {
+		for (size_t done = 0; done < len;) {
+			ssize_t n = pread(fd, a + done, len - done, off + (off_t)done);
+
+			if (n <= 0)
+				break;
+			done += (size_t)n;
+		}
+	} else {
+		if (strcmp(how, "populate") == 0)
+			madvise(bigtext_start, len, MADV_POPULATE_READ);
+		memcpy(a, bigtext_start, len);
+	}
 	t = now_ms() - t;
 	cpu = cpu_ms() - cpu;
 	c = cover_of((uintptr_t)a, (uintptr_t)a + len);
-	printf("{\"ms\":%.3f,\"cpu_ms\":%.3f,\"bytes\":%zu,\"huge_bytes\":%lu,\"same\":%d}\n", t, cpu, len,
-	       c.anon_huge * 1024, memcmp(a, bigtext_start, len) == 0);
+	printf("{\"ms\":%.3f,\"cpu_ms\":%.3f,\"how\":\"%s\",\"bytes\":%zu,\"huge_bytes\":%lu,\"same\":%d}\n",
+	       t, cpu, how, len, c.anon_huge * 1024, memcmp(a, bigtext_start, len) == 0);
 	return 0;
 }
 
@@ -234,9 +282,9 @@ int main(int argc, char **argv)
 	if (strcmp(m, "remap") == 0)
 		return do_remap(argc > 2 ? argv[2] : "thp", argc > 3 ? argv[3] : "auto");
 	if (strcmp(m, "floor") == 0)
-		return do_floor();
+		return do_floor(argc > 2 ? argv[2] : "resident");
 	if (strcmp(m, "hold") == 0)
 		do_hold();
-	fprintf(stderr, "usage: %s start|loop CALLS [FUNCS]|chain CALLS|remap MODE FILL|floor|hold\n", argv[0]);
+	fprintf(stderr, "usage: %s start|loop CALLS [FUNCS]|chain CALLS|remap MODE FILL|floor [resident|populate|pread]|hold\n", argv[0]);
 	return 2;
 }

@@ -277,13 +277,16 @@ def remap_cost():
                 return {"wall": j["ms"], "cpu": j.get("cpu_ms", 0.0)}, None
             return f
 
-        def floor():
-            j = run([prog, "floor"]).json()
+        def floor(how="resident"):
+            j = run([prog, "floor", how]).json()
             if not j or "ms" not in j:
                 return None, "no output"
             if j.get("huge_bytes", 0) < j.get("bytes", 1):
                 return None, f"floor copy only {j.get('huge_bytes', 0) >> 20} MiB on huge pages"
             return {"wall": j["ms"], "cpu": j.get("cpu_ms", 0.0)}, None
+
+        def floor_how(how):
+            return lambda: floor(how)
 
         fills = {}
 
@@ -295,6 +298,8 @@ def remap_cost():
             which_fill(m, fl)
         res[mib] = interleave({
             "floor": floor,
+            "floor-populate": floor_how("populate"),
+            "floor-pread": floor_how("pread"),
             "thp-auto": ours("thp", "auto"),
             "thp-pread": ours("thp", "pread"),
             "thp-memcpy": ours("thp", "memcpy"),
