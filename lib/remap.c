@@ -9,6 +9,8 @@
 #include "sys.h"
 
 #include <errno.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -86,6 +88,56 @@ static int populate(enum ht_mode mode, char *copy, size_t at, size_t len)
 	return err;
 }
 
+/* Populates and fills [from, to) of the copy: one piece of the work. */
+struct piece {
+	const struct ht_options *opt;
+	enum ht_mode mode;
+	struct ht_span span;
+	const struct ht_source *src;
+	char *copy;
+	size_t from, to;
+	struct ht_region *r;
+	int err;
+};
+
+static void *fill_piece(void *arg)
+{
+	struct piece *p = arg;
+
+	p->err = populate(p->mode, p->copy, p->from, p->to - p->from);
+	if (p->err == 0)
+		fill_part(p->opt, p->span, p->src, p->copy, p->from, p->to, p->r);
+	return NULL;
+}
+
+/*
+ * Getting and zeroing the huge pages and copying into them is nearly all
+ * of the time, and it splits cleanly: a second thread does the upper half
+ * on another core.  It is gone before we return, with every signal
+ * blocked while it lives, so the program never meets it.  When no thread
+ * can be made, one does all.
+ */
+static int fill_in_two(struct piece *lo, struct piece *hi)
+{
+	sigset_t all, old;
+	pthread_t th;
+	int made;
+
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	made = pthread_create(&th, NULL, fill_piece, hi) == 0;
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	fill_piece(lo);
+	if (made)
+		pthread_join(th, NULL);
+	else
+		fill_piece(hi);
+	return lo->err < 0 ? lo->err : hi->err;
+}
+
+/* Below this, a thread costs more than it saves. */
+#define HT_SPLIT_MIN (8 * HT_HUGE_PAGE_SIZE)
+
 /*
  * Fills the copy, 2 MiB at a time when there is a deadline, since getting
  * each huge page is what can stall (compaction).
@@ -96,15 +148,23 @@ static ssize_t fill_copy(const struct ht_options *opt, enum ht_mode mode, struct
 			 const struct ht_source *src, char *copy, struct ht_region *r)
 {
 	size_t len = span.end - span.start, at = 0;
-	size_t piece = src->deadline_ms ? HT_HUGE_PAGE_SIZE : len;
+	struct ht_region scratch;
+	struct piece p = { opt, mode, span, src, copy, 0, len, r, 0 };
 
+	if (!src->deadline_ms && len >= HT_SPLIT_MIN) {
+		struct piece hi = p;
+
+		p.to = hi.from = ht_round_down(len / 2, HT_HUGE_PAGE_SIZE);
+		hi.r = &scratch;
+		return fill_in_two(&p, &hi) < 0 ? p.err < 0 ? p.err : hi.err : (ssize_t)len;
+	}
 	while (at < len) {
-		int err = populate(mode, copy, at, piece);
-
-		if (err < 0)
-			return err;
-		fill_part(opt, span, src, copy, at, at + piece, r);
-		at += piece;
+		p.from = at;
+		p.to = src->deadline_ms ? at + HT_HUGE_PAGE_SIZE : len;
+		fill_piece(&p);
+		if (p.err < 0)
+			return p.err;
+		at = p.to;
 		if (src->deadline_ms && at < len && ht_now_ms() >= src->deadline_ms)
 			break;
 	}

@@ -180,8 +180,9 @@ TEST_CASE("four processes running at once hold one copy of the code", "[share]")
 		CHECK(read_file(o).find("ready") != std::string::npos);
 	INFO("one copy is " << (bytes >> 21) << " pages; in use before " << in_use_before
 	     << ", during " << in_use_during);
-	// Four private copies would take 4 * 19 pages more; the shared file takes none.
-	CHECK(in_use_during == in_use_before);
+	// Four private copies would take 4 * 19 pages more; the shared file takes
+	// none.  The pool is machine-wide: allow for others, not for one more copy.
+	CHECK(in_use_during - in_use_before < (long)(bytes >> 21));
 	CHECK((bytes >> 21) >= 18);
 }
 
