@@ -168,3 +168,12 @@ TEST_CASE("check of a process that does not exist says so", "[check][pid]")
 	CHECK(r.status == 0);
 	CHECK(r.out.find("./123: ELF64") == 0);
 }
+
+#ifdef HT_NO_SYMBOLS
+TEST_CASE("without the symbols feature, --symbols says it is not built in", "[check]")
+{
+	run_result r = tool({ "check", "--symbols", build_path("tests/small") });
+	CHECK(r.status == 1);
+	CHECK(r.err == "hugetext check: --symbols is not built in (meson setup -Dsymbols=enabled)\n");
+}
+#endif
