@@ -118,9 +118,10 @@ static void print_outside(FILE *out, const struct hte_symtab *t, const struct ht
 	uint64_t bytes = 0;
 
 	if (!json)
-		fprintf(out, "\n  Functions of segment %u outside the coverable span [%#llx, %#llx), from %s:\n"
+		fprintf(out, "\n  Functions of segment %u outside the coverable span [0x%llx, 0x%llx)%s, from %s:\n"
 			"  %-18s  %-10s  name\n", s->index, (unsigned long long)v->span_start,
-			(unsigned long long)v->span_end, t->source, "address", "size");
+			(unsigned long long)v->span_end, v->exact ? "" : " of the worst load address", t->source,
+			"address", "size");
 	for (size_t k = 0; k < t->n; k++) {
 		const struct hte_sym *y = &t->syms[k];
 
@@ -144,28 +145,47 @@ static void print_outside(FILE *out, const struct hte_symtab *t, const struct ht
 		bytes += y->size;
 	}
 	if (!json)
-		fprintf(out, "  %zu function%s, %#llx bytes\n", count, count == 1 ? "" : "s",
+		fprintf(out, "  %zu function%s, 0x%llx bytes\n", count, count == 1 ? "" : "s",
 			(unsigned long long)bytes);
 }
 
-static int load_symbols(const struct hte_file *f, const struct hte_seg *s, struct hte_symtab *t)
+static void free_symbols(struct hte_symtab *tabs, size_t n)
 {
-	int err = hte_functions_in(f->map, f->len, s->vaddr, s->vaddr + s->memsz, t);
-
-	if (err == -ENOENT)
-		hte_error("check", "%s: no symbol table (stripped?): --symbols needs .symtab or .dynsym", f->path);
-	else if (err < 0)
-		hte_error("check", "%s: cannot read the symbol table: %s", f->path, strerror(-err));
-	return err;
+	for (size_t i = 0; tabs && i < n; i++)
+		hte_symtab_release(&tabs[i]);
+	free(tabs);
 }
 
-static int print_file_json(FILE *out, const struct hte_file *f, const struct hte_file_cover *c, int symbols)
+/*
+ * The function symbols of every executable segment, read before anything
+ * is printed so that a file without symbols gives a message, not half a
+ * table.  Returns: a malloc'ed array of c->n tables, or NULL after a message.
+ */
+static struct hte_symtab *load_symbols(const struct hte_file *f, const struct hte_file_cover *c)
+{
+	struct hte_symtab *tabs = calloc(c->n, sizeof(*tabs));
+	int err = tabs ? 0 : -ENOMEM;
+
+	for (size_t i = 0; i < c->n && err == 0; i++)
+		err = hte_functions_in(f->map, f->len, c->segs[i]->vaddr, c->segs[i]->vaddr + c->segs[i]->memsz,
+				       &tabs[i]);
+	if (err == 0)
+		return tabs;
+	if (err == -ENOENT)
+		hte_error("check", "%s: no symbol table (stripped?): --symbols needs .symtab or .dynsym", f->path);
+	else
+		hte_error("check", "%s: cannot read the symbol table: %s", f->path, strerror(-err));
+	free_symbols(tabs, c->n);
+	return NULL;
+}
+
+static void print_file_json(FILE *out, const struct hte_file *f, const struct hte_file_cover *c,
+			    const struct hte_symtab *tabs)
 {
 	fputs("{\"regions\": [", out);
 	for (size_t i = 0; i < c->n; i++) {
 		const struct hte_seg *s = c->segs[i];
 		const struct hte_cover *v = &c->cov[i];
-		struct hte_symtab t;
 
 		fprintf(out, "%s{\"object\": ", i ? ", " : "");
 		hte_json_str(out, f->path);
@@ -177,35 +197,19 @@ static int print_file_json(FILE *out, const struct hte_file *f, const struct hte
 			(unsigned long long)v->covered, (unsigned long long)v->best, v->exact ? "true" : "false",
 			(unsigned long long)v->span_start, (unsigned long long)v->span_end,
 			s->flags & HTE_PF_HUGETLB ? "true" : "false", (unsigned long long)v->bytes);
-		if (symbols) {
-			if (load_symbols(f, s, &t) < 0)
-				return -1;
+		if (tabs) {
 			fputs(", \"outside_functions\": [", out);
-			print_outside(out, &t, s, v, 1);
+			print_outside(out, &tabs[i], s, v, 1);
 			fputc(']', out);
-			hte_symtab_release(&t);
 		}
 		fputc('}', out);
 	}
 	fputs("]}\n", out);
-	return 0;
-}
-
-static int print_file_symbols(FILE *out, const struct hte_file *f, const struct hte_file_cover *c)
-{
-	for (size_t i = 0; i < c->n; i++) {
-		struct hte_symtab t;
-
-		if (load_symbols(f, c->segs[i], &t) < 0)
-			return -1;
-		print_outside(out, &t, c->segs[i], &c->cov[i], 0);
-		hte_symtab_release(&t);
-	}
-	return 0;
 }
 
 static int check_file(const char *path, const struct check_opts *o)
 {
+	struct hte_symtab *tabs = NULL;
 	struct hte_file_cover c;
 	struct hte_file f;
 	int err;
@@ -221,13 +225,17 @@ static int check_file(const char *path, const struct check_opts *o)
 	err = hte_file_cover(&f.elf, &c);
 	if (err < 0)
 		hte_error("check", "%s: %s", path, err == -ENOENT ? "no executable segment" : strerror(-err));
+	else if (o->symbols && !(tabs = load_symbols(&f, &c)))
+		err = -1;
 	else if (o->json)
-		err = print_file_json(stdout, &f, &c, o->symbols);
+		print_file_json(stdout, &f, &c, tabs);
 	else {
 		hte_print_file_cover(stdout, path, &f.elf, &c);
-		if (o->symbols)
-			err = print_file_symbols(stdout, &f, &c);
+		for (size_t i = 0; tabs && i < c.n; i++)
+			print_outside(stdout, &tabs[i], c.segs[i], &c.cov[i], 0);
 	}
+	if (tabs)
+		free_symbols(tabs, c.n);
 	hte_file_cover_release(&c);
 	hte_file_close(&f);
 	return err < 0 ? HTE_EXIT_FAIL : HTE_EXIT_OK;

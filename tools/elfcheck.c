@@ -107,12 +107,12 @@ static enum hte_error check_tables(Elf *elf, const GElf_Ehdr *eh, size_t len, st
 	if (eh->e_version != EV_CURRENT)
 		return refuse(e, HTE_E_VERSION, "unsupported ELF version %u", (unsigned)eh->e_version);
 	if (eh->e_shoff != 0) {
-		if (eh->e_shentsize != shentsize)
-			return refuse(e, HTE_E_BAD_HEADER, "section header entries of %u bytes, not %zu",
-				      (unsigned)eh->e_shentsize, shentsize);
 		if (elf_getshdrnum(elf, &shnum) != 0)
 			return refuse(e, HTE_E_OUTSIDE, "section header table at offset %#llx: %s",
 				      (unsigned long long)eh->e_shoff, elf_errmsg(-1));
+		if (shnum && eh->e_shentsize != shentsize)
+			return refuse(e, HTE_E_BAD_HEADER, "section header entries of %u bytes, not %zu",
+				      (unsigned)eh->e_shentsize, shentsize);
 		if (!table_inside(eh->e_shoff, shnum, shentsize, len))
 			return refuse(e, HTE_E_OUTSIDE,
 				      "section header table (%zu entries at offset %#llx) lies outside the file (%zu bytes)",
