@@ -110,6 +110,14 @@ TEST_CASE("without /proc the program runs the same and the report says /proc cou
 	run_ctx ctx;
 	ctx.prefix = { "unshare", "--mount", "--propagation", "private", "sh", "-c",
 		       "umount -l /proc && exec \"$@\"", "sh" };
+	std::vector<std::string> plain = ctx.prefix;
+	plain.push_back(pie());
+	prog_result alone = run_prog(plain);
+	if (alone.status != 0) {
+		// An ASan build's runtime reads /proc/self/maps before main().
+		WARN("not checked: the program itself cannot run without /proc: " << alone.err.substr(0, 200));
+		return;
+	}
 	prog_result r = same_as_plain({ pie() }, { "HUGETEXT_REPORT=" + report }, ctx);
 	CHECK(line_value(r.out, "fds") == "-1"); // the program sees no /proc either
 	auto lines = report_of(report);
