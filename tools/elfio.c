@@ -151,7 +151,7 @@ long hte_file_edit(struct hte_file *f, unsigned opts, const char *cmd)
 {
 	struct hte_elf *e = &f->elf;
 	size_t tlen = e->phnum * e->phentsize, first, end;
-	unsigned char *table, *now;
+	unsigned char *table, *orig, *now;
 	long changed;
 	int err = -1;
 
@@ -164,24 +164,27 @@ long hte_file_edit(struct hte_file *f, unsigned opts, const char *cmd)
 		hte_error(cmd, "%s: no loadable segment to edit", f->path);
 		return -1;
 	}
-	table = malloc(2 * tlen);
+	table = malloc(3 * tlen);
 	if (!table) {
 		hte_error(cmd, "%s: out of memory", f->path);
 		return -1;
 	}
-	now = table + tlen;
-	memcpy(table, f->map + e->phoff, tlen);
+	orig = table + tlen;
+	now = orig + tlen;
+	/* A copy: the shared mapping would show another writer's changes too. */
+	memcpy(orig, f->map + e->phoff, tlen);
+	memcpy(table, orig, tlen);
 	changed = hte_edit_table(e, opts, table, tlen, &first, &end);
 	if (changed <= 0) {
 		free(table);
 		return changed;
 	}
-	/* What we checked must still be on disk, or someone else is editing it too. */
+	/* The bytes the write spans must still be those read, or someone else is editing too. */
 	if (pread_all(f->fd, now, end - first, (off_t)(e->phoff + first)) < 0 ||
-	    memcmp(now, f->map + e->phoff + first, end - first) != 0)
+	    memcmp(now, orig + first, end - first) != 0)
 		hte_error(cmd, "%s: changed on disk while being edited, left alone", f->path);
 	else
-		err = write_range(f, table + first, now, end - first, (off_t)(e->phoff + first), cmd);
+		err = write_range(f, table + first, orig + first, end - first, (off_t)(e->phoff + first), cmd);
 	free(table);
 	if (err < 0)
 		return -1;

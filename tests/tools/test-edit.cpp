@@ -362,3 +362,25 @@ TEST_CASE("usage errors exit 2 and touch nothing", "[edit][usage]")
 	CHECK(r.status == 0);
 	CHECK(r.out.find("usage: hugetext edit") == 0);
 }
+
+TEST_CASE("a failed or short write leaves the file as it was; a failed fsync is reported", "[edit][refuse]")
+{
+	temp_dir d("edit-faults");
+	std::string f = d / "x", bytes = make_elf(sample(64, false));
+	std::string shim = "LD_PRELOAD=" + build_path("tests/tools/fault-write.so");
+
+	for (const char *fault : { "short", "enospc" }) {
+		INFO(fault);
+		write_file(f, bytes);
+		run_result r = tool({ "edit", "--text", f }, { shim, std::string("HT_FAULT=") + fault });
+		CHECK(r.status == 1);
+		CHECK(r.out == "");
+		CHECK(r.err.find("hugetext edit: " + f + ": cannot write the program headers: ") == 0);
+		CHECK(read_file(f) == bytes);
+	}
+	write_file(f, bytes);
+	run_result r = tool({ "edit", "--text", f }, { shim, "HT_FAULT=fsync" });
+	CHECK(r.status == 1);
+	CHECK(r.err == "hugetext edit: " + f + ": written, but fsync failed: Input/output error\n");
+	CHECK(phdr_flags(read_file(f)) == expected_flags("--text"));
+}

@@ -1,0 +1,59 @@
+/*
+ * LD_PRELOAD shim for the edit tests: makes the first pwrite() of the
+ * program short (HT_FAULT=short) or fail with ENOSPC (HT_FAULT=enospc), or
+ * fsync() fail with EIO (HT_FAULT=fsync).  Later calls are real.
+ */
+/* Both pwrite and pwrite64 are defined here: no redirection of one to the other. */
+#undef _FILE_OFFSET_BITS
+#include <dlfcn.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static int faulted;
+
+static int fault(const char *kind)
+{
+	const char *v = getenv("HT_FAULT");
+
+	if (faulted || !v || strcmp(v, kind) != 0)
+		return 0;
+	faulted = 1;
+	return 1;
+}
+
+static ssize_t real_pwrite(int fd, const void *buf, size_t n, off_t off)
+{
+	ssize_t (*fn)(int, const void *, size_t, off_t) =
+		(ssize_t (*)(int, const void *, size_t, off_t))dlsym(RTLD_NEXT, "pwrite");
+
+	return fn(fd, buf, n, off);
+}
+
+ssize_t pwrite(int fd, const void *buf, size_t n, off_t off)
+{
+	if (fault("enospc")) {
+		errno = ENOSPC;
+		return -1;
+	}
+	if (n > 1 && fault("short"))
+		return real_pwrite(fd, buf, n / 2, off);
+	return real_pwrite(fd, buf, n, off);
+}
+
+ssize_t pwrite64(int fd, const void *buf, size_t n, off64_t off)
+{
+	return pwrite(fd, buf, n, (off_t)off);
+}
+
+int fsync(int fd)
+{
+	int (*fn)(int) = (int (*)(int))dlsym(RTLD_NEXT, "fsync");
+
+	if (fault("fsync")) {
+		errno = EIO;
+		return -1;
+	}
+	return fn(fd);
+}
