@@ -156,9 +156,11 @@ void *w_mremap(void *old, size_t old_len, size_t new_len, int flags, void *new_a
 		errno = plan.err;
 		return MAP_FAILED;
 	}
-	if (plan.how == fault_how::mremap_hole && counts["mremap"] == plan.nth) {
+	if (plan.how == fault_how::mremap_hole &&
+	    (counts["mremap"] == plan.nth || (plan.persist && counts["mremap"] > plan.nth))) {
 		calls.back().failed = fired = true;
-		real.munmap(new_addr, new_len);
+		if (counts["mremap"] == plan.nth)
+			real.munmap(new_addr, new_len);
 		errno = ENOMEM;
 		return MAP_FAILED;
 	}
@@ -356,6 +358,16 @@ int w_ftruncate(int fd, off_t len)
 	return real.ftruncate(fd, len);
 }
 
+int w_mincore(void *addr, size_t len, unsigned char *vec)
+{
+	std::lock_guard<std::recursive_mutex> g(mu);
+	if (should_fail("mincore")) {
+		errno = plan.err;
+		return -1;
+	}
+	return real.mincore(addr, len, vec);
+}
+
 int w_fstatfs(int fd, struct statfs *st)
 {
 	std::lock_guard<std::recursive_mutex> g(mu);
@@ -399,6 +411,7 @@ void faults_install(const fault_plan &p, const fault_paths &ps)
 	ht_sys.linkat = w_linkat;
 	ht_sys.ftruncate = w_ftruncate;
 	ht_sys.fstatfs = w_fstatfs;
+	ht_sys.mincore = w_mincore;
 }
 
 void faults_remove()

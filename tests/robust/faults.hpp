@@ -27,7 +27,7 @@ enum class fault_how {
 	short_io,    // read/pread: return at most a few bytes per call
 	// mremap: unmap the target, then fail with ENOMEM, as the kernel does
 	// when an allocation fails after the MREMAP_FIXED unmap (see
-	// docs/failure-model.md); nth/site as for fail.
+	// docs/failure-model.md); with persist, every later mremap fails too.
 	mremap_hole,
 };
 
