@@ -3,7 +3,6 @@
 // code shows on huge pages, named after its program.  Needs THP.
 #include <catch2/catch.hpp>
 
-#include <climits>
 #include <cstdlib>
 #include <unistd.h>
 
@@ -18,12 +17,6 @@ extern "C" const char *test_skip_reason(void)
 
 namespace {
 
-std::string real(const std::string &path)
-{
-	char buf[PATH_MAX];
-	return realpath(path.c_str(), buf) ? buf : path;
-}
-
 // The report line of the program itself.
 report_line program_line(const std::string &report, const std::string &prog)
 {
@@ -37,7 +30,7 @@ report_line program_line(const std::string &report, const std::string &prog)
 
 TEST_CASE("the span check predicts for a fixed-address program is the span the preload moves", "[live]")
 {
-	std::string prog = real(build_path("tests/bigtext-nopie"));
+	std::string prog = real_path(build_path("tests/bigtext-nopie"));
 	std::string report = temp_path("live-nopie.json");
 	run_result c = tool({ "check", "--json", prog });
 	REQUIRE(c.status == 0);
@@ -57,7 +50,7 @@ TEST_CASE("the span check predicts for a fixed-address program is the span the p
 
 TEST_CASE("a process's moved code shows on huge pages, named after its program", "[live][pid]")
 {
-	std::string prog = real(build_path("tests/tools/tools-waiter"));
+	std::string prog = real_path(build_path("tests/tools/tools-waiter"));
 	std::string report = temp_path("live-waiter.json");
 	child w({ tool_path(), "run", "--mode", "thp", "--report", report, "--", prog });
 	REQUIRE(w.read_line().compare(0, 5, "ready") == 0);

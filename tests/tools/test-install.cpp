@@ -4,7 +4,6 @@
 // installed preload.
 #include <catch2/catch.hpp>
 
-#include <climits>
 #include <cstdlib>
 #include <sstream>
 
@@ -44,12 +43,6 @@ std::string find_one(const std::vector<std::string> &files, const std::string &s
 std::string dirname_of(const std::string &p)
 {
 	return p.substr(0, p.rfind('/'));
-}
-
-std::string real(const std::string &path)
-{
-	char buf[PATH_MAX];
-	return realpath(path.c_str(), buf) ? buf : path;
 }
 
 } // namespace
@@ -105,7 +98,7 @@ TEST_CASE("an install builds a pkg-config consumer that runs, and the command fi
 		// The installed command runs programs with the installed preload.
 		r = run_cmd({ d.path + bin, "run", "--", "sh", "-c", "printf %s \"$LD_PRELOAD\"" }, { "LD_PRELOAD" });
 		CHECK(r.status == 0);
-		CHECK(r.out == real(d.path + preload));
+		CHECK(r.out == real_path(d.path + preload));
 		CHECK(run_cmd({ d.path + bin, "--version" }).out == std::string("hugetext ") + HT_VERSION_STRING + "\n");
 	}
 }

@@ -4,7 +4,6 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
-#include <climits>
 #include <cstdlib>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -13,15 +12,9 @@
 
 namespace {
 
-std::string real(const std::string &path)
-{
-	char buf[PATH_MAX];
-	return realpath(path.c_str(), buf) ? buf : path;
-}
-
 std::string preload()
 {
-	return real(build_path("lib/libhugetext-preload.so"));
+	return real_path(build_path("lib/libhugetext-preload.so"));
 }
 
 // The value of LD_PRELOAD the command sees.
@@ -60,16 +53,16 @@ TEST_CASE("run adds the build tree's preload when LD_PRELOAD is unset", "[run]")
 
 TEST_CASE("run keeps an existing LD_PRELOAD and adds the preload after it", "[run]")
 {
-	std::string mine = real(build_path("lib/libhugetext.so"));
+	std::string mine = real_path(build_path("lib/libhugetext.so"));
 	CHECK(seen_preload({ "LD_PRELOAD=" + mine }) == mine + ":" + preload());
 	// Two libraries separated by a space stay as they are, in order.
-	std::string two = mine + " " + real(build_path("lib/libhugetext.so.0"));
+	std::string two = mine + " " + real_path(build_path("lib/libhugetext.so.0"));
 	CHECK(seen_preload({ "LD_PRELOAD=" + two }) == two + ":" + preload());
 }
 
 TEST_CASE("run does not add the preload twice", "[run]")
 {
-	std::string already = preload() + ":" + real(build_path("lib/libhugetext.so"));
+	std::string already = preload() + ":" + real_path(build_path("lib/libhugetext.so"));
 	CHECK(seen_preload({ "LD_PRELOAD=" + already }) == already);
 }
 
@@ -108,7 +101,7 @@ TEST_CASE("the preload really runs in the command, with the settings given", "[r
 	auto lines = read_report(report);
 	REQUIRE(lines.size() == 1);
 	CHECK(lines[0]["mode"] == "thp");
-	CHECK(lines[0]["object"] == real(build_path("tests/small")));
+	CHECK(lines[0]["object"] == real_path(build_path("tests/small")));
 	unlink(report.c_str());
 }
 
@@ -170,7 +163,7 @@ TEST_CASE("a command without its preload nearby falls back to the configured lib
 	REQUIRE(!libdir.empty());
 	if (file_exists(libdir + "/libhugetext-preload.so")) {
 		CHECK(r.status == 0);
-		CHECK(r.out == real(libdir + "/libhugetext-preload.so"));
+		CHECK(r.out == real_path(libdir + "/libhugetext-preload.so"));
 	} else {
 		CHECK(r.status == 1);
 		CHECK(r.err == "hugetext run: cannot find libhugetext-preload.so next to the command or in " + libdir + "\n");

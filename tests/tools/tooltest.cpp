@@ -1,6 +1,7 @@
 #include "tooltest.hpp"
 
 #include <cerrno>
+#include <climits>
 #include <cstdlib>
 #include <cstring>
 #include <fcntl.h>
@@ -148,6 +149,12 @@ temp_dir::temp_dir(const std::string &name)
 temp_dir::~temp_dir()
 {
 	run_cmd({ "rm", "-rf", path });
+}
+
+std::string real_path(const std::string &path)
+{
+	char buf[PATH_MAX];
+	return realpath(path.c_str(), buf) ? buf : path;
 }
 
 std::string replace_all(std::string s, const std::string &from, const std::string &to)

@@ -50,6 +50,9 @@ struct temp_dir {
 	std::string operator/(const std::string &name) const { return path + "/" + name; }
 };
 
+// The canonical path (symbolic links resolved), or @path when there is none.
+std::string real_path(const std::string &path);
+
 std::string replace_all(std::string s, const std::string &from, const std::string &to);
 
 // Compares @actual with tests/tools/golden/@name; HT_UPDATE_GOLDEN=1
