@@ -16,6 +16,10 @@
  *                   as SELinux's refuses (it answers EACCES)
  *   mmap-anon-exec  anonymous mmap with PROT_EXEC (execmem again)
  *   memfd           memfd_create
+ *   clone, clone3   new threads and processes (fork() is clone too)
+ *
+ * ERRNO may also be "kill": the call kills the process (SIGSYS), as the
+ * default action of a systemd SystemCallFilter= does.
  *
  * Why the filter is installed here, before exec, and matches so narrowly:
  * it then covers the whole life of the program, but it must not stop the
@@ -73,7 +77,11 @@ static const struct rule rules[] = {
 	{ "mprotect-exec", SYS_mprotect, { { 2, PROT_EXEC, 0 } }, 1, EACCES },
 	{ "mmap-anon-exec", SYS_mmap, { { 2, PROT_EXEC, 0 }, { 3, MAP_ANONYMOUS, 0 } }, 2, EACCES },
 	{ "memfd", SYS_memfd_create, { { 0 } }, 0, EPERM },
+	{ "clone", SYS_clone, { { 0 } }, 0, EPERM },
+	{ "clone3", 435, { { 0 } }, 0, EPERM },
 };
+
+#define ACTION_KILL (-1)
 
 static struct sock_filter prog[MAX_INSNS];
 static int len;
@@ -120,7 +128,11 @@ static void emit_rule(const struct rule *r, int e)
 			emit((struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, c->value, 0,
 							  (unsigned char)(end - (len + 1))));
 	}
-	emit((struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | ((unsigned)e & SECCOMP_RET_DATA)));
+	if (e == ACTION_KILL)
+		emit((struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS));
+	else
+		emit((struct sock_filter)BPF_STMT(BPF_RET | BPF_K,
+						  SECCOMP_RET_ERRNO | ((unsigned)e & SECCOMP_RET_DATA)));
 }
 
 static const struct rule *find_rule(const char *name, size_t n)
@@ -172,7 +184,10 @@ int main(int argc, char **argv)
 			fprintf(stderr, "seccomp-run: unknown rule '%.*s'\n", (int)name_len, p);
 			usage();
 		}
-		e = colon ? atoi(colon + 1) : r->default_errno;
+		if (colon && strncmp(colon + 1, "kill", 4) == 0)
+			e = ACTION_KILL;
+		else
+			e = colon ? atoi(colon + 1) : r->default_errno;
 		emit_rule(r, e);
 		p += n + (p[n] == ',');
 	}

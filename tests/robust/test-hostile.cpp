@@ -243,6 +243,25 @@ TEST_CASE("an unprivileged user with a report path it may not write runs the sam
 	rmdir(dir.c_str());
 }
 
+TEST_CASE("no room for one more thread (RLIMIT_NPROC): the program runs the same", "[hostile][threads]")
+{
+	if (!is_root() || !have_program("runuser")) {
+		WARN("not checked: needs root and runuser(1)");
+		return;
+	}
+	if (run_prog({ "runuser", "-u", "nobody", "--", "test", "-x", pie() }).status != 0) {
+		WARN("not checked: user nobody cannot run " << pie());
+		return;
+	}
+	// The program makes no thread; the library must not need one.
+	std::string report = temp_path("nproc.json");
+	run_ctx ctx;
+	ctx.prefix = { "runuser", "-u", "nobody", "--", "sh", "-c", "ulimit -u 1 && exec \"$@\"", "sh" };
+	prog_result r = same_as_plain({ pie(), "smaps" }, { "HUGETEXT_MODE=thp", "HUGETEXT_REPORT=" + report }, ctx);
+	CHECK(line_value(r.out, "huge_kb") != "0");
+	unlink(report.c_str());
+}
+
 TEST_CASE("the API called twice moves the code once and then leaves it alone", "[hostile][api]")
 {
 	// api-main-aligned is linked with 2 MiB segments: its text starts on a

@@ -130,7 +130,7 @@ TEST_CASE("the filters leave a program without the preload untouched", "[seccomp
 {
 	prog_result plain = run_prog({ pie() });
 	for (const char *rules : { "mremap", "madv-hugepage", "madv-collapse", "map-hugetlb", "mprotect-exec",
-				   "mmap-anon-exec", "memfd" }) {
+				   "mmap-anon-exec", "memfd", "clone,clone3", "clone:kill,clone3:kill" }) {
 		prog_result r = run_prog({ launcher(), rules, pie() });
 		INFO(rules << ": " << r.err);
 		CHECK(r.status == 0);
@@ -209,4 +209,26 @@ TEST_CASE("verbose mode names the refused call on stderr, and only then", "[secc
 	CHECK(r.err.find("Operation not permitted") != std::string::npos);
 	// One line per region, nothing else.
 	CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+}
+
+TEST_CASE("no new threads allowed (clone refused): the copy is filled by the calling thread",
+	  "[seccomp][threads]")
+{
+	// glibc's pthread_create() tries clone3 and falls back to clone only on ENOSYS.
+	for (const char *rules : { "clone,clone3", "clone3:38,clone" }) {
+		INFO(rules);
+		auto lines = run_filtered(rules, "thp");
+		REQUIRE(lines.size() == 1);
+		CHECK(lines[0]["status"] == "ok");
+		CHECK(lines[0]["huge_bytes"] == lines[0]["bytes"]);
+	}
+}
+
+TEST_CASE("a sandbox that kills on clone (systemd SystemCallFilter's default) does not kill the program",
+	  "[seccomp][threads]")
+{
+	// A program that never makes threads may run under such a filter; the
+	// library must not make one behind its back.
+	auto lines = run_filtered("clone:kill,clone3:kill", "thp");
+	CHECK(lines.size() == 1);
 }
