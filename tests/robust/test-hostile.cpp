@@ -245,8 +245,8 @@ TEST_CASE("an unprivileged user with a report path it may not write runs the sam
 
 TEST_CASE("no room for one more thread (RLIMIT_NPROC): the program runs the same", "[hostile][threads]")
 {
-	if (!is_root() || !have_program("runuser")) {
-		WARN("not checked: needs root and runuser(1)");
+	if (!is_root() || !have_program("runuser") || !have_program("prlimit")) {
+		WARN("not checked: needs root, runuser(1) and prlimit(1)");
 		return;
 	}
 	if (run_prog({ "runuser", "-u", "nobody", "--", "test", "-x", pie() }).status != 0) {
@@ -256,7 +256,7 @@ TEST_CASE("no room for one more thread (RLIMIT_NPROC): the program runs the same
 	// The program makes no thread; the library must not need one.
 	std::string report = temp_path("nproc.json");
 	run_ctx ctx;
-	ctx.prefix = { "runuser", "-u", "nobody", "--", "sh", "-c", "ulimit -u 1 && exec \"$@\"", "sh" };
+	ctx.prefix = { "runuser", "-u", "nobody", "--", "prlimit", "--nproc=1" };
 	prog_result r = same_as_plain({ pie(), "smaps" }, { "HUGETEXT_MODE=thp", "HUGETEXT_REPORT=" + report }, ctx);
 	CHECK(line_value(r.out, "huge_kb") != "0");
 	unlink(report.c_str());
