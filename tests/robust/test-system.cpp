@@ -291,3 +291,80 @@ TEST_CASE("a hugetlb cgroup fault limit (a Kubernetes pod without hugepages) doe
 		check_consistent(c.lines);
 	}
 }
+
+namespace {
+
+// A memory cgroup (v2, else v1), removed at the end.
+struct memory_cgroup {
+	std::string dir, limit_file, why;
+	std::unique_ptr<setting_guard> control;
+
+	memory_cgroup()
+	{
+		std::istringstream in(read_file("/proc/self/mounts"));
+		std::string dev, mnt, type, opts, v1;
+		std::string v2;
+		while (in >> dev >> mnt >> type >> opts) {
+			std::string rest;
+			std::getline(in, rest);
+			if (type == "cgroup2" &&
+			    read_file(mnt + "/cgroup.controllers").find("memory") != std::string::npos)
+				v2 = mnt;
+			if (type == "cgroup" && (opts.find(",memory") != std::string::npos ||
+						 opts.compare(0, 7, "memory,") == 0 || opts == "memory"))
+				v1 = mnt;
+		}
+		std::string root = !v2.empty() ? v2 : v1;
+		if (root.empty()) {
+			why = "no memory cgroup controller";
+			return;
+		}
+		if (!v2.empty() && read_file(v2 + "/cgroup.subtree_control").find("memory") == std::string::npos) {
+			control.reset(new setting_guard(v2 + "/cgroup.subtree_control", "-memory"));
+			why = control->set("+memory");
+			if (!why.empty())
+				return;
+		}
+		dir = root + "/hugetext-robust-mem-" + std::to_string(getpid());
+		limit_file = dir + (!v2.empty() ? "/memory.max" : "/memory.limit_in_bytes");
+		if (mkdir(dir.c_str(), 0755) != 0) {
+			why = "cannot create " + dir;
+			dir.clear();
+		}
+	}
+	~memory_cgroup()
+	{
+		if (!dir.empty())
+			rmdir(dir.c_str());
+	}
+	std::vector<std::string> prefix() const
+	{
+		return { "sh", "-c", "echo $$ > " + dir + "/cgroup.procs && exec \"$@\"", "sh" };
+	}
+};
+
+} // namespace
+
+TEST_CASE("a memory cgroup with less room than the copy needs does not get the program killed",
+	  "[system][cgroup][memory]")
+{
+	if (!thp_enabled()) {
+		WARN("not checked: THP is off");
+		return;
+	}
+	memory_cgroup cg;
+	if (!cg.why.empty()) {
+		WARN("not checked: " << cg.why);
+		return;
+	}
+	// The program needs a few MiB; the copy of its 38 MiB of text does not fit.
+	REQUIRE(write_setting(cg.limit_file, std::to_string(24 << 20)) == "");
+	prog_result alone = run_prog({ "sh", "-c", "echo $$ > " + cg.dir + "/cgroup.procs && exec \"$@\"", "sh", pie() });
+	if (alone.status != 0) {
+		WARN("not checked: the program alone does not fit in 24 MiB");
+		return;
+	}
+	auto c = run_checked({ "HUGETEXT_MODE=thp" }, cg.prefix());
+	CHECK(c.run.status != 128 + SIGKILL);
+	check_consistent(c.lines);
+}
