@@ -144,8 +144,8 @@ TEST_CASE("segments that maps do not show as code are refused", "[region]")
 		"00400000-00800000 r-xp 00000000 08:02 10 /bin/x\n"
 		"00900000-02a00000 r-xp 00900000 08:02 10 /bin/x\n";
 	const std::string two_files =
-		"00400000-00800000 r-xp 00000000 08:02 10 /bin/x\n"
-		"00800000-02a00000 r-xp 00800000 08:02 99 /bin/y\n";
+		"00400000-00801000 r-xp 00000000 08:02 10 /bin/x\n"
+		"00801000-02a00000 r-xp 00801000 08:02 99 /bin/y\n";
 	const std::string shared =
 		"00400000-02a00000 r-xs 00000000 08:02 10 /bin/x\n";
 
@@ -176,6 +176,21 @@ TEST_CASE("a segment already moved is recognised", "[region]")
 	struct ht_seg_plan p;
 
 	CHECK(plan(maps, 0x401000, 0x2a30123, 0, &p) == -EALREADY);
+}
+
+TEST_CASE("explicit pages and shared cache files are recognised as moved too", "[region]")
+{
+	const std::string explicit_pages =
+		"00401000-00600000 r-xp 00001000 08:02 10 /bin/x\n"
+		"00600000-02a00000 r-xp 00000000 00:0f 4242 /anon_hugepage (deleted)\n"
+		"02a00000-02a31000 r-xp 02a00000 08:02 10 /bin/x\n";
+	const std::string cached =
+		"00401000-00600000 r-xp 00001000 08:02 10 /bin/x\n"
+		"00600000-02a00000 r-xp 00000000 00:2d 77 /mnt/huge/c/b-12-0.text.tmp.9.link (deleted)\n";
+	struct ht_seg_plan p;
+
+	CHECK(plan(explicit_pages, 0x401000, 0x2a30123, 0, &p) == -EALREADY);
+	CHECK(plan(cached, 0x401000, 0x29ff000, 0, &p) == -EALREADY);
 }
 
 TEST_CASE("range mode accepts anonymous code but never extends it", "[region]")
