@@ -59,6 +59,12 @@ struct pair_run {
 pair_run run_both(const std::vector<std::string> &cmd, std::vector<std::string> env = {})
 {
 	pair_run p;
+	// meson may point LD_LIBRARY_PATH at the build: then no search reaches RUNPATH.
+	bool llp = false;
+	for (auto &e : env)
+		llp |= e.compare(0, 16, "LD_LIBRARY_PATH=") == 0;
+	if (!llp)
+		env.push_back("LD_LIBRARY_PATH");
 	std::string report = temp_path("dlopen.json");
 	prog_opts o;
 	o.env = env;
@@ -156,7 +162,7 @@ TEST_CASE("dlopen() under the preload with mode off or no match changes nothing"
 		INFO(extra);
 		prog_result plain = run_prog({ main_prog(), dso() });
 		prog_opts o;
-		o.env = { ld_preload_hugetext(), extra };
+		o.env = { ld_preload_hugetext(), extra, "LD_LIBRARY_PATH" };
 		prog_result r = run_prog({ main_prog(), dso() }, o);
 		CHECK(r.status == 0);
 		CHECK(r.out == plain.out);
