@@ -539,6 +539,31 @@ def rollup(pid):
     return out
 
 
+def hugetlb_outside(pid, cache_dir):
+    """kB of hugetlb pages a process maps, leaving out files under cache_dir."""
+    total, skip = 0, False
+    for line in read(f"/proc/{pid}/smaps").splitlines():
+        f = line.split()
+        if f and re.match(r"^[0-9a-f]+-[0-9a-f]+$", f[0]):
+            path = f[5] if len(f) > 5 else ""
+            skip = bool(cache_dir) and path.startswith(cache_dir.rstrip("/") + "/")
+        elif not skip and f and f[0] in ("Private_Hugetlb:", "Shared_Hugetlb:"):
+            total += int(f[1])
+    return total
+
+
+def dir_kb(d):
+    """kB held by the files under a directory (a hugetlbfs mount: whole pages)."""
+    total = 0
+    for root, _dirs, files in os.walk(d):
+        for fn in files:
+            try:
+                total += os.stat(os.path.join(root, fn)).st_blocks // 2
+            except OSError:
+                pass
+    return total
+
+
 def memory():
     mib = 46
     counts = [1, 4, 8]
@@ -575,13 +600,6 @@ def memory():
         for n in counts:
             log(f"memory: {name}, {n} processes")
             ensure_pool(n * (mib // 2 + 4) + 8)
-            before = meminfo()
-            if name.endswith("share"):
-                # The cache of shared pages outlives the processes: count it as in use.
-                base = res.setdefault("base_in_use", {}).setdefault(name, None)
-                if base is None:
-                    base = res["base_in_use"][name] = before["HugePages_Total"] - before["HugePages_Free"]
-                before = dict(before, HugePages_Free=before["HugePages_Total"] - base)
             procs, reports = [], []
             e = dict(os.environ)
             for k in list(e):
@@ -608,8 +626,14 @@ def memory():
                 except ValueError:
                     problem = problem or f"a process did not start (exit {p.poll()})"
             time.sleep(0.3)
-            after = meminfo()
             per = [rollup(p.pid) for p in procs]
+            cache_dir0 = ARGS.share_dir if name == "share" else \
+                ARGS.htlb_dir if name == "libhugetlbfs-share" else ""
+            own = [hugetlb_outside(p.pid, cache_dir0) for p in procs]
+            # Pages of the shared caches: the files in our own hugetlbfs mount.
+            cache_dir = ARGS.share_dir if name == "share" else \
+                ARGS.htlb_dir if name == "libhugetlbfs-share" else ""
+            cache_kb = dir_kb(cache_dir) if cache_dir else 0
             for p in procs:
                 p.send_signal(signal.SIGTERM)
             for p in procs:
@@ -646,8 +670,13 @@ def memory():
                 "anon_huge_kb": sum(x.get("AnonHugePages", 0) for x in per),
                 "hugetlb_rollup_kb": sum(x.get("Private_Hugetlb", 0) + x.get("Shared_Hugetlb", 0)
                                          for x in per),
-                "hugetlb_pages": (before["HugePages_Free"] - after["HugePages_Free"]),
-                "mem_used_kb": before["MemAvailable"] - after["MemAvailable"],
+                "private_hugetlb_kb": sum(x.get("Private_Hugetlb", 0) for x in per),
+                "cache_kb": cache_kb,
+                # Counted per process and per cache file, not from /proc/meminfo: other
+                # work on the machine may take and give back pool pages meanwhile.
+                # (a cache page mapped by one process shows as Private_Hugetlb: those
+                # mappings are left to cache_kb, so no page counts twice)
+                "hugetlb_pages": (sum(own) + cache_kb) // 2048,
             }
         res["variants"][name] = rows
     res["order"] = list(variants)
@@ -756,7 +785,7 @@ def exec_bytes(path):
 
 def realwork():
     res = {}
-    reps = 3 if ARGS.quick else 5
+    reps = 3 if ARGS.quick else 7
     work = os.path.join(TMP, "work")
     os.makedirs(work, exist_ok=True)
     # g++

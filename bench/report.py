@@ -365,8 +365,9 @@ else:
     w(f"K concurrent processes of the {mem.get('mib')} MiB synthetic program (all code touched, then "
       "waiting). Sums over the processes of `/proc/PID/smaps_rollup`: RSS (4 KiB and THP pages, "
       "not hugetlb), PSS (shared pages divided among their users), AnonHugePages; hugetlb: "
-      "explicit pages taken from the pool while they run (for the shared caches: the cache file "
-      "too, which outlives them). MiB.")
+      "explicit pages in use, counted as each process's `Private_Hugetlb` plus, for the shared "
+      "caches, the pages of the cache files in their hugetlbfs mount (they outlive the processes). "
+      "MiB.")
     w()
     counts = mem.get("counts", [])
     w("| variant | " + " | ".join(f"{k} proc: RSS / PSS / THP / hugetlb" for k in counts) + " |")
