@@ -127,6 +127,42 @@ TEST_CASE("without /proc the program runs the same and the report says /proc cou
 	CHECK(lines[0]["errno"] == "2");
 }
 
+TEST_CASE("no hugetlbfs mounted: share mode moves the code without a cache", "[hostile][share]")
+{
+	if (!is_root() || !have_program("unshare")) {
+		WARN("not checked: needs root and unshare(1) to unmount hugetlbfs privately");
+		return;
+	}
+	std::string report = temp_path("nohugetlbfs.json");
+	run_ctx ctx;
+	// Whatever hugetlbfs the host has mounted disappears for this program only.
+	ctx.prefix = { "unshare", "--mount", "--propagation", "private", "sh", "-c",
+		       "umount -a -t hugetlbfs 2>/dev/null; ! grep -q hugetlbfs /proc/self/mounts && exec \"$@\"",
+		       "sh" };
+	// Loaded on the 2 MiB grid, so the cache would be used if there were one.
+	std::string prog = build_path("tests/robust/bigtext-aligned");
+	same_as_plain({ prog }, { "HUGETEXT_SHARE=1", "HUGETEXT_MODE=auto", "HUGETEXT_REPORT=" + report }, ctx);
+	auto lines = report_of(report);
+	REQUIRE(lines.size() == 1);
+	CHECK(lines[0]["status"] == "ok");
+	CHECK(lines[0]["cache"] == "");
+}
+
+TEST_CASE("a share directory that is not on hugetlbfs is refused and the move goes on", "[hostile][share]")
+{
+	std::string dir = temp_path("not-hugetlbfs");
+	REQUIRE(mkdir(dir.c_str(), 0700) == 0);
+	std::string report = temp_path("sharedir.json");
+	same_as_plain({ build_path("tests/robust/bigtext-aligned") },
+		      { "HUGETEXT_SHARE=1", "HUGETEXT_SHARE_DIR=" + dir, "HUGETEXT_REPORT=" + report });
+	auto lines = report_of(report);
+	rmdir(dir.c_str());
+	REQUIRE(lines.size() == 1);
+	CHECK(lines[0]["status"] == "ok");
+	CHECK(lines[0]["cache"] == "refused");
+	CHECK(lines[0]["cache_error"].find("hugetlbfs") != std::string::npos);
+}
+
 TEST_CASE("nonsense, empty and very long values of every setting leave the program unaffected",
 	  "[hostile][settings]")
 {
