@@ -256,7 +256,7 @@ def bt(mib, kind=""):
 
 def remap_cost():
     sizes = [16, 46, 128]
-    reps = 3 if ARGS.quick else 11
+    reps = 3 if ARGS.quick else 15
     res = {}
     for mib in sizes:
         log(f"remap cost, {mib} MiB: {reps} rounds")
@@ -457,7 +457,7 @@ def startup():
 
 def itlb():
     sizes = [8, 16, 32, 46, 64, 128]
-    reps = 2 if ARGS.quick else 7
+    reps = 2 if ARGS.quick else 9
     loops = {"random": ["loop", "3000000" if ARGS.quick else "5000000"],
              "chain": ["chain", "6000000" if ARGS.quick else "10000000"]}
     res = {"sizes": sizes, "loops": {}}

@@ -88,6 +88,12 @@ if [ $REPORT_ONLY = 0 ]; then
 		--preload "$BUILD/lib/libhugetext-preload.so" --out "$RESULTS" \
 		${MODE[@]+"${MODE[@]}"} ${ONLY:+--only "$ONLY"} \
 		${share_arg[@]+"${share_arg[@]}"} ${htlb_arg[@]+"${htlb_arg[@]}"}
+
+	# Full runs are kept, so that the report can show how figures move between runs.
+	if [ ${#MODE[@]} = 0 ] && [ -z "$ONLY" ] && [ -f "$RESULTS" ]; then
+		mkdir -p "$BUILD/bench/history"
+		cp "$RESULTS" "$BUILD/bench/history/results-$(date -u +%Y%m%dT%H%M%S).json"
+	fi
 fi
 
 say "report"
