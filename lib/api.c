@@ -217,6 +217,18 @@ static void move_planned(struct run *r, const struct ht_object *o, const struct 
 		set_outcome(r, g, HT_STATUS_FAILED, g->error, err);
 }
 
+/*
+ * An address inside one of the object's segments that is never moved (not
+ * executable): its maps entry names the object's file even after a move.
+ */
+static uintptr_t object_id_addr(const struct ht_object *o)
+{
+	for (int k = 0; k < o->nseg; k++)
+		if (!(o->segs[k].flags & PF_X))
+			return o->segs[k].start;
+	return o->nseg ? o->segs[0].start : 0;
+}
+
 static void do_segment(struct run *r, const struct ht_object *o, int i)
 {
 	struct ht_seg_query q = { .start = o->segs[i].start, .end = o->segs[i].end };
@@ -227,6 +239,7 @@ static void do_segment(struct run *r, const struct ht_object *o, int i)
 
 	if (i + 1 < o->nseg)
 		q.next = o->segs[i + 1].start;
+	q.id_addr = object_id_addr(o);
 	err = ht_plan_segment(r->maps, r->maps_len, &q, HT_HUGE_PAGE_SIZE, &p);
 	g = new_region(r, o->name[0] ? o->name : p.path);
 	if (!g)
@@ -250,25 +263,22 @@ static int matches(const regex_t *re, const char *s)
 }
 
 /* The path the maps give for the object's first executable segment. */
+/* The object's path as the maps give it. */
 static void object_path(const struct run *r, const struct ht_object *o, char *buf, size_t len)
 {
+	uintptr_t at = object_id_addr(o);
 	struct ht_map m;
 	size_t pos = 0;
 
 	buf[0] = '\0';
-	for (int i = 0; i < o->nseg; i++) {
-		if (!(o->segs[i].flags & PF_X))
-			continue;
-		while (ht_maps_next(r->maps, r->maps_len, &pos, &m)) {
-			if (m.start <= o->segs[i].start && o->segs[i].start < m.end) {
-				size_t n = m.path_len < len - 1 ? m.path_len : len - 1;
+	while (at && ht_maps_next(r->maps, r->maps_len, &pos, &m)) {
+		if (m.start <= at && at < m.end) {
+			size_t n = m.path_len < len - 1 ? m.path_len : len - 1;
 
-				memcpy(buf, m.path, n);
-				buf[n] = '\0';
-				return;
-			}
+			memcpy(buf, m.path, n);
+			buf[n] = '\0';
+			return;
 		}
-		return;
 	}
 }
 

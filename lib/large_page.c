@@ -31,6 +31,7 @@ static map_status from_region(const struct ht_region *g)
 	case HT_E_PAGE_SIZE:
 		return map_unsupported_platform;
 	case HT_E_ALLOC:
+	case HT_E_MEMCG:
 		errno = g->sys_errno;
 		return map_see_errno_mmap_tmem_failed;
 	case HT_E_ADVISE:

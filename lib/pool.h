@@ -33,4 +33,26 @@ long ht_pool_available_2m(void);
 /* The default huge page size in kB, or a negative errno. */
 long ht_default_hugepage_kb(void);
 
+
+
+/*
+ * The memory cgroup's path from /proc/self/cgroup text: the v1 line whose
+ * controllers include "memory" (hybrid layouts), else the v2 "0::" line.
+ * *@v1 says which.  Returns: 0, -ENOENT, -ENAMETOOLONG.
+ */
+int ht_parse_memcg_path(const char *buf, size_t len, char *out, size_t outlen, int *v1);
+
+/* memory.max (or v1 limit) text: a number, or "max" (UINT64_MAX); -EINVAL otherwise. */
+int ht_parse_memory_max(const char *buf, size_t len, uint64_t *out);
+
+/* A "key value" field of memory.stat text; 0 when absent. */
+uint64_t ht_memory_stat_field(const char *buf, size_t len, const char *key);
+
+/*
+ * Bytes this process may still charge to its memory cgroup and every
+ * ancestor's limit: limit - usage + inactive file cache (reclaimable),
+ * the smallest over the levels (cgroup v1 or v2).  UINT64_MAX when nothing
+ * limits it or the files cannot be read.
+ */
+uint64_t ht_memcg_room(void);
 #endif

@@ -48,30 +48,24 @@ static int find_entry(const char *maps, size_t len, uintptr_t addr, struct ht_ma
 }
 
 /*
- * Checks that [lo, hi) is covered, without holes, by code mappings like
- * @first; file mappings must also keep their offsets in order, which is
- * what makes a single pread() of the whole span correct.
+ * Checks that [lo, hi) is covered, without holes, by code mappings of the
+ * object @obj (any private code with @any_object); file mappings must also
+ * keep their offsets in order, which is what makes a single pread() of the
+ * whole span correct.
  */
-static int check_cover(const char *maps, size_t len, uintptr_t hi,
-		       const struct ht_map *first, size_t pos, int any_object, int *file_backed)
+static int check_cover(const char *maps, size_t len, uintptr_t hi, const struct ht_map *first,
+		       size_t pos, const struct ht_map *obj, int any_object, int *file_backed)
 {
 	struct ht_map m = *first;
 	uint64_t base_off = first->offset - first->start;
 
 	*file_backed = first->inode != 0;
 	for (;;) {
-		if (!any_object && looks_moved(&m, first))
-			return -EALREADY;
+		if (!any_object && !same_file(&m, obj))
+			return looks_moved(&m, obj) ? -EALREADY : -ENOENT;
 		if (!is_code(&m))
 			return -ENOENT;
-		if (first->inode && !same_file(&m, first)) {
-			if (!any_object)
-				return -ENOENT;
-			*file_backed = 0;
-		}
-		if (!first->inode && !any_object)
-			return -ENOENT;
-		if (*file_backed && m.offset - m.start != base_off)
+		if (!same_file(&m, first) || m.offset - m.start != base_off)
 			*file_backed = 0;
 		if (m.end >= hi)
 			return 0;
@@ -142,26 +136,41 @@ static uintptr_t gap_end(const char *maps, size_t len, const struct ht_seg_query
 	return usable_gap(maps, len, page_end, cap, obj, free_gap);
 }
 
+/*
+ * The object's own file mapping: one of its segments that is never moved
+ * (not executable) when the caller names one, so that code moved before,
+ * even from the segment's first page on, is told from the object.
+ */
+static void find_object(const char *maps, size_t len, const struct ht_seg_query *q,
+			const struct ht_map *first, struct ht_map *obj)
+{
+	size_t pos;
+
+	if (!q->id_addr || !find_entry(maps, len, q->id_addr, obj, &pos) || !obj->inode)
+		*obj = *first;
+}
+
 int ht_plan_segment(const char *maps, size_t len, const struct ht_seg_query *q,
 		    size_t huge, struct ht_seg_plan *plan)
 {
 	uintptr_t lo = ht_round_down(q->start, HT_PAGE), hi = ht_round_up(q->end, HT_PAGE);
-	struct ht_map first;
+	struct ht_map first, obj;
 	size_t pos;
 	int free_gap, err;
 
 	memset(plan, 0, sizeof(*plan));
 	if (q->end <= q->start || !find_entry(maps, len, lo, &first, &pos))
 		return -ENOENT;
-	copy_path(&first, plan->path, sizeof(plan->path));
+	find_object(maps, len, q, &first, &obj);
+	copy_path(q->any_object ? &first : &obj, plan->path, sizeof(plan->path));
 	plan->anonymous = first.inode == 0;
 	plan->dev_major = first.dev_major;
 	plan->dev_minor = first.dev_minor;
 	plan->inode = first.inode;
-	err = check_cover(maps, len, hi, &first, pos, q->any_object, &plan->file_backed);
+	err = check_cover(maps, len, hi, &first, pos, &obj, q->any_object, &plan->file_backed);
 	if (err < 0)
 		return err;
-	err = ht_plan_span(q->start, q->end, gap_end(maps, len, q, huge, &first, &free_gap),
+	err = ht_plan_span(q->start, q->end, gap_end(maps, len, q, huge, &obj, &free_gap),
 			   huge, &plan->span);
 	if (err < 0)
 		return err;

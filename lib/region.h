@@ -13,6 +13,8 @@ struct ht_seg_query {
 	uintptr_t start, end; /* the segment in memory */
 	uintptr_t next;       /* start of the object's next segment, or 0 */
 	int any_object;       /* accept anonymous or mixed memory (range API) */
+	uintptr_t id_addr;    /* an address in one of the object's segments that
+				 is never moved (not executable), or 0 */
 };
 
 /* What the maps say about a segment. */

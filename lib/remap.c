@@ -313,7 +313,18 @@ static int move_with(const struct ht_options *opt, enum ht_mode mode, struct ht_
 		     const struct ht_source *src, struct ht_region *r)
 {
 	char *copy;
-	int err = build_copy(opt, mode, &span, src, &copy, r);
+	int err;
+
+	/*
+	 * A THP copy is charged to the memory cgroup; over its limit the
+	 * kernel's OOM killer takes the whole program.  Explicit pages are
+	 * not charged there.
+	 */
+	if (mode == HT_MODE_THP && ht_memcg_room() < span.end - span.start) {
+		r->mode = mode;
+		return fail(r, HT_E_MEMCG, -ENOMEM);
+	}
+	err = build_copy(opt, mode, &span, src, &copy, r);
 
 	return err < 0 ? err : ht_swap_in(copy, span, src, r);
 }

@@ -82,7 +82,7 @@ static const std::string two_segments =
 static int plan(const std::string &maps, uintptr_t s, uintptr_t e, uintptr_t next,
 		struct ht_seg_plan *p)
 {
-	struct ht_seg_query q = { s, e, next, 0 };
+	struct ht_seg_query q = { s, e, next, 0, 0 };
 	return ht_plan_segment(maps.data(), maps.size(), &q, M2, p);
 }
 
@@ -197,7 +197,7 @@ TEST_CASE("range mode accepts anonymous code but never extends it", "[region]")
 {
 	const std::string maps =
 		"00600000-02a00000 r-xp 00000000 00:00 0 \n";
-	struct ht_seg_query q = { 0x600000, 0x2900000, 0, 1 };
+	struct ht_seg_query q = { 0x600000, 0x2900000, 0, 1, 0 };
 	struct ht_seg_plan p;
 
 	REQUIRE(ht_plan_segment(maps.data(), maps.size(), &q, M2, &p) == 0);
@@ -215,4 +215,21 @@ TEST_CASE("a segment too small still reports its object", "[region]")
 
 	CHECK(plan(maps, 0x401000, 0x47f000, 0, &p) == -ERANGE);
 	CHECK(std::string(p.path) == "/bin/small");
+}
+
+TEST_CASE("a segment moved from its first page on is told from its object", "[region]")
+{
+	// Relinked for 2 MiB: the code starts on a boundary, so after a move
+	// not one page of the segment is the file's; the data segment still is.
+	const std::string maps =
+		"00400000-00401000 r--p 00000000 08:02 10 /bin/aligned\n"
+		"00600000-02a00000 r-xp 00000000 00:0f 4242 /anon_hugepage (deleted)\n"
+		"02c00000-02c01000 rw-p 00400000 08:02 10 /bin/aligned\n";
+	struct ht_seg_query q = { 0x600000, 0x29ff000, 0x2c00000, 0, 0x400000 };
+	struct ht_seg_plan p;
+
+	CHECK(ht_plan_segment(maps.data(), maps.size(), &q, M2, &p) == -EALREADY);
+	// Without naming the object's other segment, the moved pages would pass for the object.
+	q.id_addr = 0;
+	CHECK(ht_plan_segment(maps.data(), maps.size(), &q, M2, &p) == 0);
 }
