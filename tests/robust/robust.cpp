@@ -150,6 +150,16 @@ std::string ld_preload_hugetext()
 	return ld_preload({ preload_path() });
 }
 
+std::vector<std::string> no_sanitizer_threads()
+{
+	const char *san = std::getenv("HT_SANITIZER_PRELOAD");
+	const char *opts = std::getenv("ASAN_OPTIONS");
+
+	if (!san || !*san)
+		return {};
+	return { std::string("ASAN_OPTIONS=") + (opts && *opts ? std::string(opts) + ":" : "") + "detect_leaks=0" };
+}
+
 std::string line_value(const std::string &out, const std::string &key)
 {
 	size_t at = 0;

@@ -35,6 +35,11 @@ std::string preload_path();
 std::string ld_preload(const std::vector<std::string> &libs);
 std::string ld_preload_hugetext();
 
+// In a sanitizer build: the environment that stops LeakSanitizer from
+// starting its thread at exit, for runs where new threads are refused.
+// Empty otherwise.
+std::vector<std::string> no_sanitizer_threads();
+
 // A "key value" line of the test programs' output ("sum 123").
 std::string line_value(const std::string &out, const std::string &key);
 

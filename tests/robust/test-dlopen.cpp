@@ -118,8 +118,22 @@ TEST_CASE("a library dlopen()ed while 4 threads run the program is on huge pages
 	CHECK(dso_ok);
 }
 
+// ASan's dlopen interceptor calls dlopen from its own library, whose empty
+// RUNPATH then applies: in a sanitizer build the program alone cannot load
+// by RUNPATH, and there is nothing to compare.
+static bool runpath_works(const std::string &prog)
+{
+	prog_opts o;
+	o.env = { "LD_LIBRARY_PATH" };
+	return line_value(run_prog({ prog, "libdsotext.so" }, o).out, "dlopen") == "ok";
+}
+
 TEST_CASE("a bare name found through the program's RUNPATH loads the same library", "[dlopen]")
 {
+	if (!runpath_works(main_prog())) {
+		WARN("not checked: the program alone cannot dlopen by RUNPATH here (ASan's interceptor?)");
+		return;
+	}
 	pair_run p = run_both({ main_prog(), "libdsotext.so" });
 	CHECK(line_value(p.moved.out, "dlopen") == "ok");
 	CHECK(std::atol(line_value(p.moved.out, "dso_huge_kb").c_str()) >= 4096);
@@ -149,6 +163,11 @@ TEST_CASE("an incompatible library earlier in RUNPATH is skipped, as the loader 
 	REQUIRE(copy_file(main_prog(), dir + "/dlopen-main"));
 	REQUIRE(copy_file(dso(), dir + "/ht-bad/libdsotext.so", true));
 	REQUIRE(copy_file(dso(), dir + "/ht-good/libdsotext.so"));
+	if (!runpath_works(dir + "/dlopen-main")) {
+		WARN("not checked: the program alone cannot dlopen by RUNPATH here (ASan's interceptor?)");
+		REQUIRE(system(("rm -rf '" + dir + "'").c_str()) == 0);
+		return;
+	}
 	pair_run p = run_both({ dir + "/dlopen-main", "libdsotext.so" });
 	INFO("without the preload: " << p.plain.out << "with it: " << p.moved.out);
 	CHECK(line_value(p.plain.out, "dlopen") == "ok");

@@ -36,6 +36,7 @@ struct run_ctx {
 	bool stderr_may_speak = false;
 	std::string cwd;
 	double timeout_s = 20;
+	std::vector<std::string> env; // for both runs
 };
 
 // The program's output without its count of huge pages, which is ours.
@@ -65,6 +66,8 @@ prog_result same_as_plain(const std::vector<std::string> &cmd, const std::vector
 	prog_opts po, o;
 
 	all.push_back(ld_preload_hugetext());
+	all.insert(all.end(), ctx.env.begin(), ctx.env.end());
+	po.env = ctx.env;
 	plain_argv.insert(plain_argv.end(), cmd.begin(), cmd.end());
 	if (!ctx.prefix.empty()) {
 		argv.push_back("env");
@@ -293,6 +296,7 @@ TEST_CASE("no room for one more thread (RLIMIT_NPROC): the program runs the same
 	std::string report = temp_path("nproc.json");
 	run_ctx ctx;
 	ctx.prefix = { "runuser", "-u", "nobody", "--", "prlimit", "--nproc=1" };
+	ctx.env = no_sanitizer_threads();
 	prog_result r = same_as_plain({ pie(), "smaps" }, { "HUGETEXT_MODE=thp", "HUGETEXT_REPORT=" + report }, ctx);
 	CHECK(line_value(r.out, "huge_kb") != "0");
 	unlink(report.c_str());
