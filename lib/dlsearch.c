@@ -5,6 +5,7 @@
 #include <dlfcn.h>
 #include <elf.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <link.h>
 #include <stdlib.h>
 #include <string.h>
@@ -64,9 +65,37 @@ int ht_search_list(const char *list, const char *origin, const char *file,
 	return 0;
 }
 
+/* The machine this library was built for: the loader takes no other. */
+#if defined(__x86_64__)
+#define HT_MACHINE EM_X86_64
+#elif defined(__aarch64__)
+#define HT_MACHINE EM_AARCH64
+#elif defined(__i386__)
+#define HT_MACHINE EM_386
+#else
+#define HT_MACHINE EM_NONE
+#endif
+
+/*
+ * Would the loader take this file?  It skips files of another class or
+ * machine (a 32-bit directory first in a RUNPATH) and goes on searching,
+ * so we must too.
+ */
 static int file_exists(const char *path)
 {
-	return access(path, F_OK) == 0;
+	ElfW(Ehdr) eh;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t n;
+
+	if (fd < 0)
+		return 0;
+	n = pread(fd, &eh, sizeof(eh), 0);
+	close(fd);
+	return n == (ssize_t)sizeof(eh) && memcmp(eh.e_ident, ELFMAG, SELFMAG) == 0 &&
+	       eh.e_ident[EI_CLASS] == (sizeof(void *) == 8 ? ELFCLASS64 : ELFCLASS32) &&
+	       eh.e_ident[EI_DATA] == ELFDATA2LSB &&
+	       (HT_MACHINE == EM_NONE || eh.e_machine == HT_MACHINE) &&
+	       eh.e_type == ET_DYN;
 }
 
 /* The caller's DT_RPATH and DT_RUNPATH strings, from its dynamic section. */
