@@ -25,11 +25,11 @@ if ! command -v "$clang" >/dev/null 2>&1; then
 	exit 77
 fi
 mkdir -p "$out" || exit 1
-probe=$out/probe.c
+probe=$out/probe-$name.c
 printf 'int LLVMFuzzerTestOneInput(const unsigned char *d, unsigned long n) { (void)d; (void)n; return 0; }\n' >"$probe"
-if ! "$clang" -fsanitize=fuzzer "$probe" -o "$out/probe" >"$out/probe.log" 2>&1; then
+if ! "$clang" -fsanitize=fuzzer "$probe" -o "$out/probe-$name" >"$out/probe-$name.log" 2>&1; then
 	echo "SKIP: $clang cannot link -fsanitize=fuzzer (libFuzzer runtime missing?):"
-	cat "$out/probe.log"
+	cat "$out/probe-$name.log"
 	exit 77
 fi
 
