@@ -21,7 +21,7 @@ out=$build/tests/robust/fuzz
 corpus=$here/corpus/$name
 
 if ! command -v "$clang" >/dev/null 2>&1; then
-	echo "SKIP: $clang is not installed (apt-get install clang libclang-rt-dev)"
+	echo "SKIP: $clang is not installed (Debian 12: apt-get install clang libclang-rt-14-dev)"
 	exit 77
 fi
 mkdir -p "$out" || exit 1
