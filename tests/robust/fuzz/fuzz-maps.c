@@ -80,6 +80,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			q.end = e->end;
 		if (next_pick & 1)
 			q.next = seen[(next_pick >> 1) % n].start;
+		/* The address that names the object: one of its unmoved segments. */
+		if (flags & 4)
+			q.id_addr = seen[(next_pick >> 4) % n].start + (flags >> 3);
 	} else {
 		q.start = (uintptr_t)raw;
 		q.end = (uintptr_t)raw + (uintptr_t)len_pages * 4096;

@@ -25,6 +25,17 @@ static void fuzz_pool(const char *buf, size_t len, uint64_t ctl)
 	PROPERTY(rc == 0 || rc == -ENOENT || rc == -ENAMETOOLONG);
 	if (rc == 0)
 		PROPERTY(strnlen(dir, dirlen) < dirlen);
+
+	/* The memory cgroup files: /proc/self/cgroup, memory.max, memory.stat. */
+	int v1 = -1;
+	rc = ht_parse_memcg_path(buf, len, dir, dirlen, &v1);
+	PROPERTY(rc == 0 || rc == -ENOENT || rc == -ENAMETOOLONG);
+	if (rc == 0)
+		PROPERTY(strnlen(dir, dirlen) < dirlen && (v1 == 0 || v1 == 1));
+	rc = ht_parse_memory_max(buf, len, &v);
+	PROPERTY(rc == 0 || rc == -EINVAL);
+	(void)ht_memory_stat_field(buf, len, "inactive_file");
+	(void)ht_memory_stat_field(buf, len, (ctl >> 17) & 1 ? "total_inactive_file" : "");
 }
 
 static void fuzz_notes(const char *buf, size_t len, uint64_t ctl)
