@@ -238,8 +238,10 @@ TEST_CASE("an unwritable report path is ignored without a word", "[hostile][repo
 		REQUIRE(fd >= 0);
 		close(fd);
 	}
+	std::string dir = temp_path("report-dir");
+	REQUIRE(mkdir(dir.c_str(), 0700) == 0);
 	for (std::string path : { std::string("/nonexistent-dir/report.json"), std::string("/proc/version"),
-				  temp_path(""), file + "/below-a-file", std::string("/dev/full"),
+				  dir, file + "/below-a-file", std::string("/dev/full"),
 				  std::string(5000, 'x'), std::string("/") }) {
 		INFO("HUGETEXT_REPORT=" << path.substr(0, 80));
 		prog_result r = same_as_plain({ pie(), "smaps" }, { "HUGETEXT_REPORT=" + path });
@@ -247,6 +249,7 @@ TEST_CASE("an unwritable report path is ignored without a word", "[hostile][repo
 		CHECK(line_value(r.out, "huge_kb") != "0");
 	}
 	unlink(file.c_str());
+	CHECK(rmdir(dir.c_str()) == 0); // still empty: nothing was written into it
 }
 
 TEST_CASE("a report path that is a FIFO nobody reads does not hang the program", "[hostile][report]")
