@@ -536,6 +536,12 @@ def summary_of(res):
     for mib, v in (res.get("remap") or {}).items():
         if isinstance(v, dict):
             out[f"remap cost / floor, {mib} MiB"] = rfmt(ratio(v.get("thp-auto"), v.get("floor")))
+    rps_ = [ratio(v.get("thp-pread"), v.get("thp-memcpy")) for v in (res.get("remap") or {}).values()
+            if isinstance(v, dict)]
+    rps_ = [x for x in rps_ if x is not None]
+    if rps_:
+        a_ = sum(rps_) / len(rps_)
+        out["faster fill (pread vs memcpy)"] = "memcpy" if a_ > 1.02 else "pread" if a_ < 0.98 else "neither"
     nd_ = (res.get("startup") or {}).get("node") or {}
     for k in ("thp", "explicit", "share-warm", "node-largepages"):
         lab = {"thp": "node start-up, hugetext, THP", "explicit": "node start-up, hugetext, explicit pages",
