@@ -242,7 +242,8 @@ def machine():
         "node": sh("node --version"),
         "gxx": sh("g++ --version | head -1"),
         "rustc": sh(f"{ARGS.rustc} --version") if ARGS.rustc else "",
-        "commit": sh(f"git -C {ROOT} rev-parse --short HEAD"),
+        "commit": sh(f"git -C {ROOT} log -1 --format=%h -- lib"),
+        "lib_dirty": bool(sh(f"git -C {ROOT} status --porcelain -- lib")),
         "date": time.strftime("%Y-%m-%d %H:%M %Z"),
         "quick": ARGS.quick,
     }
