@@ -2,7 +2,7 @@
 # The hugetext benchmark: builds what it needs, measures everything side by
 # side on this machine, and writes docs/benchmarks.md and docs/plots/*.png.
 #
-#   bench/run.sh                 the full run (about 20-30 minutes)
+#   bench/run.sh                 the full run (7-12 minutes on the 2-core VM)
 #   bench/run.sh --quick         fewer rounds and smaller inputs (a few minutes)
 #   bench/run.sh --only LIST     only some steps (remap,startup,itlb,memory,real),
 #                                merged into the last results
