@@ -29,6 +29,7 @@ static map_status from_region(const struct ht_region *g)
 		return map_not_enough_explicit_hugepages_are_allocated;
 	case HT_E_NOT_SUPPORTED:
 	case HT_E_PAGE_SIZE:
+	case HT_E_THP_OFF:
 		return map_unsupported_platform;
 	case HT_E_ALLOC:
 	case HT_E_MEMCG:

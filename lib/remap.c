@@ -352,6 +352,11 @@ static int move_with(const struct ht_options *opt, enum ht_mode mode, struct ht_
 		r->mode = mode;
 		return fail(r, HT_E_MEMCG, -ENOMEM);
 	}
+	/* MADV_COLLAPSE would make huge pages even so: "never" is the admin's veto. */
+	if (mode == HT_MODE_THP && ht_thp_available() == 0) {
+		r->mode = mode;
+		return fail(r, HT_E_THP_OFF, -EPERM);
+	}
 	err = build_copy(opt, mode, &span, src, &copy, r);
 
 	return err < 0 ? err : ht_swap_in(copy, span, src, r);

@@ -43,30 +43,32 @@ static double real_clock_ms(void)
 	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
-static const struct ht_sys real_sys = {
-	.mmap = mmap,
-	.munmap = munmap,
-	.mremap = real_mremap,
-	.madvise = madvise,
-	.mprotect = mprotect,
-	.open = real_open,
-	.read = read,
-	.pread = pread,
-	.write = write,
-	.close = close,
-	.fstat = fstat,
-	.openat = real_openat,
-	.mkdirat = mkdirat,
-	.renameat2 = renameat2,
-	.unlinkat = unlinkat,
-	.linkat = linkat,
-	.ftruncate = ftruncate,
-	.fstatfs = fstatfs,
-	.mincore = mincore,
-	.clock_ms = real_clock_ms,
-};
+/* One initializer for both tables: ISO C cannot copy a const object here. */
+#define HT_REAL_SYS { \
+	.mmap = mmap, \
+	.munmap = munmap, \
+	.mremap = real_mremap, \
+	.madvise = madvise, \
+	.mprotect = mprotect, \
+	.open = real_open, \
+	.read = read, \
+	.pread = pread, \
+	.write = write, \
+	.close = close, \
+	.fstat = fstat, \
+	.openat = real_openat, \
+	.mkdirat = mkdirat, \
+	.renameat2 = renameat2, \
+	.unlinkat = unlinkat, \
+	.linkat = linkat, \
+	.ftruncate = ftruncate, \
+	.fstatfs = fstatfs, \
+	.mincore = mincore, \
+	.clock_ms = real_clock_ms, \
+}
 
-struct ht_sys ht_sys = real_sys;
+static const struct ht_sys real_sys = HT_REAL_SYS;
+struct ht_sys ht_sys = HT_REAL_SYS;
 
 void ht_sys_reset(void)
 {

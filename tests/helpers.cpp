@@ -30,6 +30,12 @@ static std::vector<std::string> make_env(const std::vector<std::string> &extra)
 		if (eq != std::string::npos)
 			env.push_back(x);
 	}
+	// In a sanitizer build the runtime must come first in LD_PRELOAD.
+	const char *san = std::getenv("HT_SANITIZER_PRELOAD");
+	if (san && *san)
+		for (auto &e : env)
+			if (e.compare(0, 11, "LD_PRELOAD=") == 0 && e.find(san) == std::string::npos)
+				e = "LD_PRELOAD=" + std::string(san) + " " + e.substr(11);
 	return env;
 }
 
@@ -143,10 +149,12 @@ static report_line parse_line(const std::string &s)
 			break;
 		std::string key = s.substr(i + 1, k - i - 1);
 		size_t v = k + 2, e;
-		if (s[v] == '"') {
+		if (v < s.size() && s[v] == '"') {
 			e = v + 1;
-			while (e < s.size() && (s[e] != '"' || s[e - 1] == '\\'))
-				e++;
+			while (e < s.size() && s[e] != '"')
+				e += s[e] == '\\' ? 2 : 1;
+			if (e > s.size())
+				e = s.size();
 			m[key] = s.substr(v + 1, e - v - 1);
 			i = e + 1;
 		} else {

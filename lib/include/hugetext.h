@@ -69,6 +69,7 @@ enum ht_error {
 	HT_E_BAD_RANGE,    /* failed: the range given is not executable code */
 	HT_E_NOT_SUPPORTED,/* failed: the platform or kernel lacks a feature */
 	HT_E_MEMCG,        /* failed: the memory cgroup has too little room for the copy */
+	HT_E_THP_OFF,      /* failed: transparent huge pages are set to "never" */
 	HT_E__COUNT
 };
 
