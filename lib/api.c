@@ -182,6 +182,25 @@ static int try_cache(const struct ht_options *opt, const struct ht_object *o,
 	return 0;
 }
 
+/*
+ * Where the file offset and the address agree modulo 2 MiB, this kernel
+ * may already map the code from large page-cache folios with PMDs
+ * (FilePmdMapped): a copy would then cost memory and gain nothing.
+ */
+static int kernel_maps_it_huge(const struct ht_seg_plan *p)
+{
+	char *buf;
+	size_t len;
+	uint64_t huge;
+
+	if (!p->file_backed || (p->span.start - p->file_off) % HT_HUGE_PAGE_SIZE ||
+	    ht_sys_read_file("/proc/self/smaps", &buf, &len) < 0)
+		return 0;
+	huge = ht_smaps_huge_in(buf, len, p->span.start, p->span.start + p->mapped);
+	free(buf);
+	return huge >= p->mapped;
+}
+
 /* Moves one planned span; the region is filled whatever happens. */
 static void move_planned(struct run *r, const struct ht_object *o, const struct ht_seg_plan *p,
 			 struct ht_region *g)
@@ -195,6 +214,11 @@ static void move_planned(struct run *r, const struct ht_object *o, const struct 
 	g->bytes = p->span.end - p->span.start;
 	if (budget_spent(r)) {
 		set_outcome(r, g, HT_STATUS_SKIPPED, HT_E_BUDGET, 0);
+		return;
+	}
+	if (kernel_maps_it_huge(p)) {
+		g->huge_bytes = p->mapped;
+		set_outcome(r, g, HT_STATUS_SKIPPED, HT_E_ALREADY, 0);
 		return;
 	}
 	if (opt.fill != 2 || opt.share) {

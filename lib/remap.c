@@ -100,13 +100,22 @@ struct piece {
 	int err;
 };
 
+/*
+ * 2 MiB at a time: each huge page is got (and zeroed) just before it is
+ * filled, while it is still in the cache; populating all first and then
+ * filling all cost about a tenth more here.
+ */
 static void *fill_piece(void *arg)
 {
 	struct piece *p = arg;
 
-	p->err = populate(p->mode, p->copy, p->from, p->to - p->from);
-	if (p->err == 0)
-		fill_part(p->opt, p->span, p->src, p->copy, p->from, p->to, p->r);
+	for (size_t at = p->from; at < p->to && p->err == 0; at += HT_HUGE_PAGE_SIZE) {
+		size_t end = p->to - at > HT_HUGE_PAGE_SIZE ? at + HT_HUGE_PAGE_SIZE : p->to;
+
+		p->err = populate(p->mode, p->copy, at, end - at);
+		if (p->err == 0)
+			fill_part(p->opt, p->span, p->src, p->copy, at, end, p->r);
+	}
 	return NULL;
 }
 

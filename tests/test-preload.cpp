@@ -141,12 +141,19 @@ TEST_CASE("a program relinked for 2 MiB pages has all of its code moved", "[prel
 	unsigned long vaddr = 0, memsz = 0;
 	REQUIRE(sscanf(ph.out.c_str(), "%lx %lx", &vaddr, &memsz) == 2);
 	CHECK(vaddr % (2ul << 20) == 0);
-	auto ok = ok_lines(read_report(report));
-	REQUIRE(ok.size() == 1);
-	unsigned long huge = std::stoul(ok[0]["huge_bytes"]);
-	// 100%: the huge pages cover every byte of the segment.
+	auto lines = read_report(report);
+	REQUIRE(lines.size() == 1);
+	unsigned long huge = std::stoul(lines[0]["huge_bytes"]);
+	// 100%: the huge pages cover every byte of the segment.  This kernel may
+	// already map such a file from large page-cache folios (FilePmdMapped);
+	// then the library leaves it as it is and says so.
 	CHECK(huge >= memsz);
-	CHECK(std::stoul(ok[0]["bytes"]) == huge);
+	if (lines[0]["status"] == "skipped") {
+		CHECK(lines[0]["error"] == "already on huge pages");
+	} else {
+		CHECK(lines[0]["status"] == "ok");
+		CHECK(std::stoul(lines[0]["bytes"]) == huge);
+	}
 }
 
 TEST_CASE("the API example moves its own code at start-up", "[examples]")
