@@ -139,11 +139,11 @@ int ht_sys_swap(void *copy, size_t len, void *target)
 	return p == target ? 0 : -EFAULT;
 }
 
-/* Claims free address space at @addr, failing if anything is mapped there. */
-int ht_sys_reserve_fixed(void *addr, size_t len)
+/* Maps anonymous memory exactly at @addr, failing if anything is there. */
+static int map_exactly(void *addr, size_t len, int prot, int flags)
 {
-	void *p = ht_sys.mmap(addr, len, PROT_NONE,
-			      MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE, -1, 0);
+	void *p = ht_sys.mmap(addr, len, prot,
+			      MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE | flags, -1, 0);
 
 	if (p == MAP_FAILED)
 		return neg_errno();
@@ -155,6 +155,12 @@ int ht_sys_reserve_fixed(void *addr, size_t len)
 	return 0;
 }
 
+/* Claims free address space at @addr, failing if anything is mapped there. */
+int ht_sys_reserve_fixed(void *addr, size_t len)
+{
+	return map_exactly(addr, len, PROT_NONE, MAP_NORESERVE);
+}
+
 int ht_sys_unmapped(void *addr)
 {
 	unsigned char vec;
@@ -164,16 +170,7 @@ int ht_sys_unmapped(void *addr)
 
 int ht_sys_map_fixed_anon(void *addr, size_t len)
 {
-	void *p = ht_sys.mmap(addr, len, PROT_READ | PROT_WRITE,
-			      MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
-
-	if (p == MAP_FAILED)
-		return neg_errno();
-	if (p != addr) {
-		ht_sys.munmap(p, len);
-		return -EEXIST;
-	}
-	return 0;
+	return map_exactly(addr, len, PROT_READ | PROT_WRITE, 0);
 }
 
 int ht_sys_open(const char *path, int flags, mode_t mode)
