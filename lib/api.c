@@ -27,15 +27,21 @@ pthread_mutex_t ht_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
 
 /*
- * fork() copies a mutex held by another thread as held forever: take the
- * lock around fork() so that the child gets it free.  Registered at the
- * first call, so that linking the library changes nothing.
+ * fork() copies a mutex held by another thread as held forever.  The lock
+ * guards no state that outlives a remap, so the child simply gets a fresh
+ * one.  (Taking the lock in a prepare handler instead deadlocks under
+ * runtimes whose own fork wrapper holds locks that pthread_create needs,
+ * as AddressSanitizer's does.)  Registered at the first call, so that
+ * linking the library changes nothing.
  */
-static void lock_before_fork(void) { pthread_mutex_lock(&ht_lock); }
-static void unlock_after_fork(void) { pthread_mutex_unlock(&ht_lock); }
+static void fresh_lock_in_child(void)
+{
+	pthread_mutex_init(&ht_lock, NULL);
+}
+
 static void register_atfork(void)
 {
-	pthread_atfork(lock_before_fork, unlock_after_fork, unlock_after_fork);
+	pthread_atfork(NULL, NULL, fresh_lock_in_child);
 }
 
 void ht_lock_acquire(void)
