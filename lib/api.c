@@ -24,6 +24,7 @@
 
 /* One remap at a time: the maps we read must stay true while we act on them. */
 pthread_mutex_t ht_lock = PTHREAD_MUTEX_INITIALIZER;
+int ht_forked_child;
 static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
 
 /*
@@ -37,6 +38,7 @@ static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
 static void fresh_lock_in_child(void)
 {
 	pthread_mutex_init(&ht_lock, NULL);
+	ht_forked_child = 1;
 }
 
 static void register_atfork(void)

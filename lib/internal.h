@@ -75,6 +75,8 @@ double ht_now_ms(void);
 #include <pthread.h>
 /* Held while the maps we read must stay true: one remap at a time. */
 extern pthread_mutex_t ht_lock;
+/* Set in a child of fork(): it makes no helper thread (its parent's locks may be held). */
+extern int ht_forked_child;
 /* Take and drop ht_lock; the first take makes fork() safe for it. */
 void ht_lock_acquire(void);
 void ht_lock_release(void);

@@ -121,7 +121,8 @@ static void *fill_piece(void *arg)
 
 /*
  * A seccomp filter may kill the process for clone() instead of refusing
- * it: under any filter, make no thread.  "Seccomp:\t2" in /proc/self/status.
+ * it: under any filter, make no thread.  Nor in a child of fork(), where
+ * a lock of the parent's other threads may be held for good.  "Seccomp:\t2" in /proc/self/status.
  */
 static int seccomp_filtered(void)
 {
@@ -155,7 +156,7 @@ static int fill_in_two(struct piece *lo, struct piece *hi)
 	pthread_t th;
 	int made = 0;
 
-	if (seccomp_filtered()) {
+	if (ht_forked_child || seccomp_filtered()) {
 		fill_piece(lo);
 		fill_piece(hi);
 		return lo->err < 0 ? lo->err : hi->err;
