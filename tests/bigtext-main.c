@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "bigtext.h"
+#include "smaps-count.h"
 
 static int count_fds(void)
 {
@@ -26,34 +27,12 @@ static int count_fds(void)
 	return n - 1; /* the directory's own descriptor */
 }
 
-/* Sums the huge pages (THP and hugetlb) of the mappings that overlap the code. */
-static unsigned long huge_kb(void)
-{
-	FILE *f = fopen("/proc/self/smaps", "r");
-	char line[512];
-	unsigned long lo, hi, kb, total = 0;
-	int in = 0;
-
-	if (!f)
-		return 0;
-	while (fgets(line, sizeof(line), f)) {
-		if (sscanf(line, "%lx-%lx ", &lo, &hi) == 2)
-			in = hi > (unsigned long)bigtext_start && lo < (unsigned long)bigtext_end;
-		else if (in && (sscanf(line, "AnonHugePages: %lu kB", &kb) == 1 ||
-				sscanf(line, "Private_Hugetlb: %lu kB", &kb) == 1 ||
-				sscanf(line, "Shared_Hugetlb: %lu kB", &kb) == 1))
-			total += kb;
-	}
-	fclose(f);
-	return total;
-}
-
 int main(int argc, char **argv)
 {
 	printf("sum %lu\n", bigtext_sum(7));
 	printf("fds %d\n", count_fds());
 	if (argc > 1 && strcmp(argv[1], "smaps") == 0)
-		printf("huge_kb %lu\n", huge_kb());
+		printf("huge_kb %lu\n", huge_kb_in(bigtext_start, bigtext_end));
 	/* "hold MS": stay alive a while, so a test can look at several at once. */
 	if (argc > 2 && strcmp(argv[1], "hold") == 0) {
 		printf("ready\n");
