@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "../bigtext.h"
+#include "../smaps-count.h"
 
 static volatile int stop;
 static unsigned long wrong, calls;
@@ -34,28 +35,6 @@ static void *runner(void *arg)
 	calls += c;
 	pthread_mutex_unlock(&mu);
 	return NULL;
-}
-
-/* Huge page kB (THP or hugetlb) of the mappings that overlap [lo, hi). */
-static unsigned long huge_kb(const char *lo, const char *hi)
-{
-	FILE *f = fopen("/proc/self/smaps", "r");
-	char line[512];
-	unsigned long a, b, kb, total = 0;
-	int in = 0;
-
-	if (!f)
-		return 0;
-	while (fgets(line, sizeof(line), f)) {
-		if (sscanf(line, "%lx-%lx ", &a, &b) == 2 && !strstr(line, " kB"))
-			in = b > (unsigned long)lo && a < (unsigned long)hi;
-		else if (in && (sscanf(line, "AnonHugePages: %lu kB", &kb) == 1 ||
-				sscanf(line, "Private_Hugetlb: %lu kB", &kb) == 1 ||
-				sscanf(line, "Shared_Hugetlb: %lu kB", &kb) == 1))
-			total += kb;
-	}
-	fclose(f);
-	return total;
 }
 
 int main(int argc, char **argv)
@@ -82,7 +61,7 @@ int main(int argc, char **argv)
 		unsigned *count = dlsym(h, "bigtext_count"), *stride = dlsym(h, "bigtext_stride");
 		unsigned long sum = 0;
 
-		printf("dso_huge_kb %lu\n", start && end ? huge_kb(start, end) : 0);
+		printf("dso_huge_kb %lu\n", start && end ? huge_kb_in(start, end) : 0);
 		if (start && count && stride)
 			for (unsigned i = 0; i < *count; i++)
 				sum = sum * 31 + (unsigned)((int (*)(int))(void *)(start + (unsigned long)i * *stride))(7);
