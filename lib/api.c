@@ -25,6 +25,7 @@
 /* One remap at a time: the maps we read must stay true while we act on them. */
 pthread_mutex_t ht_lock = PTHREAD_MUTEX_INITIALIZER;
 int ht_forked_child;
+__thread int ht_fill_alone;
 static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
 
 /*
@@ -37,8 +38,16 @@ static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
  */
 static void fresh_lock_in_child(void)
 {
+	char *copy = __atomic_load_n(&ht_in_flight.addr, __ATOMIC_SEQ_CST);
+	size_t len = __atomic_load_n(&ht_in_flight.len, __ATOMIC_SEQ_CST);
+
 	pthread_mutex_init(&ht_lock, NULL);
 	ht_forked_child = 1;
+	/* A copy the parent was building is of no use here: give its pages back. */
+	if (copy && len) {
+		ht_in_flight.len = 0;
+		ht_sys_unmap(copy, len);
+	}
 }
 
 static void register_atfork(void)
@@ -46,14 +55,18 @@ static void register_atfork(void)
 	pthread_atfork(NULL, NULL, fresh_lock_in_child);
 }
 
+__thread int ht_lock_held;
+
 void ht_lock_acquire(void)
 {
 	pthread_once(&atfork_once, register_atfork);
 	pthread_mutex_lock(&ht_lock);
+	ht_lock_held = 1;
 }
 
 void ht_lock_release(void)
 {
+	ht_lock_held = 0;
 	pthread_mutex_unlock(&ht_lock);
 }
 

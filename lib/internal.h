@@ -68,6 +68,16 @@ void ht_fill(const struct ht_options *opt, struct ht_span span, const struct ht_
  */
 int ht_swap_in(char *copy, struct ht_span span, const struct ht_source *src, struct ht_region *r);
 
+/* Nonzero when a seccomp filter is on (or unknown): then no thread is made. */
+int ht_seccomp_filtered(void);
+
+/* The huge-page copy being built; len 0 when there is none. */
+struct ht_copy_in_flight {
+	char *addr;
+	size_t len;
+};
+extern struct ht_copy_in_flight ht_in_flight;
+
 /* Milliseconds on the monotonic clock. */
 double ht_now_ms(void);
 
@@ -77,6 +87,10 @@ double ht_now_ms(void);
 extern pthread_mutex_t ht_lock;
 /* Set in a child of fork(): it makes no helper thread (its parent's locks may be held). */
 extern int ht_forked_child;
+/* Set in a thread that runs beside the program: it fills alone, on one core. */
+extern __thread int ht_fill_alone;
+/* Set while this thread holds ht_lock: a dlopen() of ours (libelf) must not wait for it. */
+extern __thread int ht_lock_held;
 /* Take and drop ht_lock; the first take makes fork() safe for it. */
 void ht_lock_acquire(void);
 void ht_lock_release(void);

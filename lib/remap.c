@@ -124,7 +124,7 @@ static void *fill_piece(void *arg)
  * it: under any filter, make no thread.  Nor in a child of fork(), where
  * a lock of the parent's other threads may be held for good.  "Seccomp:\t2" in /proc/self/status.
  */
-static int seccomp_filtered(void)
+int ht_seccomp_filtered(void)
 {
 	char *buf, *at;
 	size_t len;
@@ -156,7 +156,7 @@ static int fill_in_two(struct piece *lo, struct piece *hi)
 	pthread_t th;
 	int made = 0;
 
-	if (ht_forked_child || seccomp_filtered()) {
+	if (ht_forked_child || ht_fill_alone || ht_seccomp_filtered()) {
 		fill_piece(lo);
 		fill_piece(hi);
 		return lo->err < 0 ? lo->err : hi->err;
@@ -239,6 +239,27 @@ static int check_thp(char *copy, size_t len, struct ht_region *r)
 	return r->huge_bytes ? 0 : -ENOMEM;
 }
 
+/*
+ * The copy being built, for a child forked meanwhile by another thread:
+ * it drops the copy, which would otherwise pin the pages for as long as
+ * it lives.  Cleared before the copy is unmapped or swapped in, so the
+ * child never unmaps an address that has been reused.
+ */
+struct ht_copy_in_flight ht_in_flight;
+
+static void track_copy(char *copy, size_t len)
+{
+	__atomic_store_n(&ht_in_flight.len, 0, __ATOMIC_SEQ_CST);
+	__atomic_store_n(&ht_in_flight.addr, copy, __ATOMIC_SEQ_CST);
+	__atomic_store_n(&ht_in_flight.len, len, __ATOMIC_SEQ_CST);
+}
+
+static void drop_copy(char *copy, size_t len)
+{
+	track_copy(NULL, 0);
+	ht_sys_unmap(copy, len);
+}
+
 static int alloc_copy(enum ht_mode mode, size_t len, char **copy, struct ht_region *r)
 {
 	int hugetlb = mode == HT_MODE_EXPLICIT;
@@ -255,6 +276,7 @@ static int alloc_copy(enum ht_mode mode, size_t len, char **copy, struct ht_regi
 			return fail(r, HT_E_ADVISE, err);
 		}
 	}
+	track_copy(p, len);
 	*copy = p;
 	return 0;
 }
@@ -272,11 +294,12 @@ static int build_copy(const struct ht_options *opt, enum ht_mode mode, struct ht
 		return err;
 	done = fill_copy(opt, mode, *span, src, copy, r);
 	if (done < 0) {
-		ht_sys_unmap(copy, len);
+		drop_copy(copy, len);
 		return fail(r, HT_E_NO_HUGE, (int)done);
 	}
 	if ((size_t)done < len) {
 		/* The budget ran out: keep the part that is ready, on whole huge pages. */
+		track_copy(copy, (size_t)done);
 		ht_sys_unmap(copy + done, len - (size_t)done);
 		len = (size_t)done;
 		span->end = span->start + len;
@@ -287,7 +310,7 @@ static int build_copy(const struct ht_options *opt, enum ht_mode mode, struct ht
 	else if ((err = ht_sys_protect(copy, len, PROT_READ | PROT_EXEC)) < 0)
 		err = fail(r, HT_E_PROTECT, err);
 	if (err < 0) {
-		ht_sys_unmap(copy, len);
+		drop_copy(copy, len);
 		return err;
 	}
 	if (mode == HT_MODE_EXPLICIT)
@@ -368,8 +391,11 @@ static int move_with(const struct ht_options *opt, enum ht_mode mode, struct ht_
 		return fail(r, HT_E_THP_OFF, -EPERM);
 	}
 	err = build_copy(opt, mode, &span, src, &copy, r);
-
-	return err < 0 ? err : ht_swap_in(copy, span, src, r);
+	if (err < 0)
+		return err;
+	/* From here the copy is either the code or gone: no child may unmap it. */
+	track_copy(NULL, 0);
+	return ht_swap_in(copy, span, src, r);
 }
 
 /*

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <stdio.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -33,6 +34,22 @@ static int real_open(const char *path, int flags, mode_t mode)
 static int real_openat(int dirfd, const char *path, int flags, mode_t mode)
 {
 	return openat(dirfd, path, flags, mode);
+}
+
+#ifndef CLOSE_RANGE_UNSHARE
+#define CLOSE_RANGE_UNSHARE (1U << 1)
+#endif
+
+/* By number: glibc before 2.34 has no wrapper. */
+static int real_close_range(unsigned first, unsigned last, unsigned flags)
+{
+#ifdef SYS_close_range
+	return (int)syscall(SYS_close_range, first, last, flags);
+#else
+	(void)first, (void)last, (void)flags;
+	errno = ENOSYS;
+	return -1;
+#endif
 }
 
 static double real_clock_ms(void)
@@ -64,6 +81,7 @@ static double real_clock_ms(void)
 	.ftruncate = ftruncate, \
 	.fstatfs = fstatfs, \
 	.mincore = mincore, \
+	.close_range = real_close_range, \
 	.clock_ms = real_clock_ms, \
 }
 
@@ -326,4 +344,19 @@ int ht_sys_map_file(int fd, size_t len, int prot, int shared, void **out)
 		return neg_errno();
 	*out = p;
 	return 0;
+}
+
+int ht_sys_private_fds(int keep_stderr)
+{
+	/* One call unshares the table and empties it from 3 up. */
+	if (ht_sys.close_range(3, ~0U, CLOSE_RANGE_UNSHARE) < 0)
+		return neg_errno();
+	ht_sys.close_range(0, keep_stderr ? 1 : 2, 0);
+	return 0;
+}
+
+int ht_sys_can_private_fds(void)
+{
+	/* Descriptor ~0U never exists: this closes nothing where the call is known. */
+	return ht_sys.close_range(~0U, ~0U, 0) == 0;
 }

@@ -39,6 +39,8 @@ struct ht_sys {
 	int (*ftruncate)(int fd, off_t len);
 	int (*fstatfs)(int fd, struct statfs *st);
 	int (*mincore)(void *addr, size_t len, unsigned char *vec);
+	/* close_range(2), for a thread's own descriptor table */
+	int (*close_range)(unsigned first, unsigned last, unsigned flags);
 	/* the monotonic clock, in ms, so tests can make time pass */
 	double (*clock_ms)(void);
 };
@@ -76,6 +78,15 @@ int ht_sys_ftruncate(int fd, off_t len);
 int ht_sys_fstatfs(int fd, struct statfs *st);
 /* Maps @len bytes of @fd; hugetlbfs files come back 2 MiB aligned. */
 int ht_sys_map_file(int fd, size_t len, int prot, int shared, void **out);
+
+/*
+ * Gives the calling thread a descriptor table of its own, holding only
+ * stderr (and only when @keep_stderr): the program can then neither close
+ * our descriptors nor have its own closed or read by us.
+ */
+int ht_sys_private_fds(int keep_stderr);
+/* True when the kernel has close_range(2) with CLOSE_RANGE_UNSHARE (5.9+). */
+int ht_sys_can_private_fds(void);
 
 /* Read a whole (proc) file into a malloc'ed, NUL-terminated buffer. */
 int ht_sys_read_file(const char *path, char **buf, size_t *len);

@@ -88,3 +88,23 @@ TEST_CASE("perf attached after the move names the functions", "[perfmap][perf]")
 	INFO(rep.out.substr(0, 2000));
 	CHECK(rep.out.find("bt_fn_") != std::string::npos);
 }
+
+TEST_CASE("a pattern that also matches libelf does not make the perf map wait for itself",
+	  "[perfmap]")
+{
+	// The perf map loads libelf with dlopen() while a move is under way; the
+	// preload's dlopen() hook must not wait for that same move (it did once).
+	for (const char *async : { "0", "1" }) {
+		// timeout(1) ends a hang; the program names its own pid for the map's name.
+		run_result r = run_cmd({ "timeout", "30", build_path("tests/bigtext-pie"), "await", "20000" },
+				       { "LD_PRELOAD=" + preload(), "HUGETEXT_MODE=thp", "HUGETEXT_PERF_MAP=1",
+					 "HUGETEXT_MATCH=.", std::string("HUGETEXT_ASYNC=") + async });
+		INFO("HUGETEXT_ASYNC=" << async << ": " << r.out << r.err);
+		CHECK(r.status == 0); // timeout(1) says 124
+		CHECK(r.out.find("sum ") != std::string::npos);
+		std::string pid = r.out.substr(r.out.find("pid ") + 4);
+		std::string map = "/tmp/perf-" + pid.substr(0, pid.find('\n')) + ".map";
+		CHECK(read_file(map).find("bt_fn_") != std::string::npos);
+		unlink(map.c_str());
+	}
+}

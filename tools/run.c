@@ -36,6 +36,8 @@ static const char run_usage[] =
 	"  --share         use the shared text cache             HUGETEXT_SHARE=1\n"
 	"  --share-dir D   the shared text cache's directory     HUGETEXT_SHARE_DIR\n"
 	"  --budget-ms N   start no new work after N ms          HUGETEXT_BUDGET_MS\n"
+	"  --async         move the code in a background thread  HUGETEXT_ASYNC=1\n"
+	"                  while main() runs, off the start-up path\n"
 	"  -h, --help      show this help\n"
 	"\n"
 	"RE is a POSIX extended regular expression.  An existing LD_PRELOAD is kept;\n"
@@ -164,6 +166,8 @@ static int set_option(int c, const char *arg)
 		return setenv("HUGETEXT_SHARE", "1", 1);
 	case 'S':
 		return setenv("HUGETEXT_SHARE_DIR", arg, 1);
+	case 'a':
+		return setenv("HUGETEXT_ASYNC", "1", 1);
 	case 'b':
 		if (ht_parse_uint(arg, BUDGET_MAX_MS, &ms) < 0) {
 			hte_error("run", "--budget-ms '%s': not a number of milliseconds up to %u", arg, BUDGET_MAX_MS);
@@ -213,6 +217,7 @@ int hte_cmd_run(int argc, char **argv)
 		{ "share", no_argument, NULL, 's' },
 		{ "share-dir", required_argument, NULL, 'S' },
 		{ "budget-ms", required_argument, NULL, 'b' },
+		{ "async", no_argument, NULL, 'a' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};

@@ -244,3 +244,14 @@ TEST_CASE("a sandbox that kills on clone (systemd SystemCallFilter's default) do
 	auto lines = run_filtered("clone:kill,clone3:kill", "thp");
 	CHECK(lines.size() == 1);
 }
+
+TEST_CASE("under a filter, HUGETEXT_ASYNC=1 moves the code before main() instead of in a thread",
+	  "[seccomp][threads][async]")
+{
+	// A filter that kills on clone would kill the program for our thread.
+	// run_filtered checks that the text is on huge pages when main() looks.
+	auto lines = run_filtered("clone:kill,clone3:kill", "thp", pie(), { "HUGETEXT_ASYNC=1" });
+	REQUIRE(lines.size() == 1);
+	CHECK(lines[0]["status"] == "ok");
+	CHECK(lines[0]["huge_bytes"] == lines[0]["bytes"]);
+}

@@ -11,6 +11,7 @@
 #include <cstring>
 #include <pthread.h>
 #include <string>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <thread>
 #include <unistd.h>
@@ -22,6 +23,7 @@
 
 extern "C" {
 #include "hugetext.h"
+#include "sys.h"
 }
 
 extern "C" const char *test_skip_reason(void)
@@ -275,6 +277,61 @@ TEST_CASE("a child forked while another thread remaps can still call the API", "
 	remapper.join();
 	CHECK(hung == 0);
 	CHECK(wrong == 0);
+}
+
+namespace {
+
+// Set by the mprotect stand-in below: where the copy was, and what the child found.
+uintptr_t forked_at;
+size_t forked_len;
+bool parent_saw_copy;
+int child_exit = -1;
+int (*real_protect)(void *, size_t, int);
+
+bool all_mapped(void *addr, size_t len)
+{
+	std::vector<unsigned char> vec(len / 4096 + 1);
+	return mincore(addr, len, vec.data()) == 0;
+}
+
+// Forks from the library's mprotect of the finished copy, just before the swap.
+int protect_and_fork(void *addr, size_t len, int prot)
+{
+	if (prot == (PROT_READ | PROT_EXEC) && !forked_at) {
+		forked_at = (uintptr_t)addr;
+		forked_len = len;
+		parent_saw_copy = all_mapped(addr, len);
+		pid_t pid = fork();
+		if (pid == 0)
+			_exit(all_mapped(addr, len) ? 1 : 0); // mincore: ENOMEM where nothing is mapped
+		int st = 0;
+		waitpid(pid, &st, 0);
+		child_exit = WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+	}
+	return real_protect(addr, len, prot);
+}
+
+} // namespace
+
+TEST_CASE("a child forked while the copy is being built gives the copy's pages back", "[threads][fork]")
+{
+	// Another thread of the program may fork at any moment.  The child has
+	// no use for a half-built copy, and keeping it would pin its huge pages.
+	ht_sys_reset();
+	real_protect = ht_sys.mprotect;
+	ht_sys.mprotect = protect_and_fork;
+	struct ht_options opt = thp_options();
+	struct ht_region r;
+	int err = ht_remap_range(&opt, bigtext_start, bigtext_end, &r);
+	ht_sys_reset();
+	REQUIRE(forked_at != 0);
+	CHECK(forked_len >= HT_HUGE_PAGE_SIZE);
+	CHECK(parent_saw_copy);
+	CHECK(child_exit == 0);
+	// The parent's own move goes on as if nothing happened.
+	CHECK(err == 0);
+	CHECK(r.status == HT_STATUS_OK);
+	CHECK(bigtext_sum(5) == expected_sum);
 }
 
 TEST_CASE("fork and exec under the preload: parent, child and exec'd program all run the same",

@@ -42,7 +42,7 @@ std::vector<std::string> env_lines(const std::string &out)
 
 const std::vector<std::string> no_settings = { "HUGETEXT_MODE", "HUGETEXT_MATCH", "HUGETEXT_IGNORE",
 	"HUGETEXT_VERBOSE", "HUGETEXT_REPORT", "HUGETEXT_PERF_MAP", "HUGETEXT_SHARE", "HUGETEXT_SHARE_DIR",
-	"HUGETEXT_BUDGET_MS", "HUGETEXT_FILL", "LD_PRELOAD" };
+	"HUGETEXT_BUDGET_MS", "HUGETEXT_FILL", "HUGETEXT_ASYNC", "LD_PRELOAD" };
 
 // In a sanitizer build the test helpers put the sanitizer runtime first in
 // any LD_PRELOAD they pass on; what run then sees starts with it.
@@ -79,10 +79,10 @@ TEST_CASE("each option sets exactly its variable", "[run]")
 	std::vector<std::string> env = no_settings;
 	run_result r = tool({ "run", "--mode", "THP", "--match", "libfoo", "--ignore", "^/usr/", "--verbose",
 			      "--report", "/tmp/r.json", "--perf-map", "--share", "--share-dir", "/dev/hugepages/x",
-			      "--budget-ms", "25", "--", "env" },
+			      "--budget-ms", "25", "--async", "--", "env" },
 			    env);
 	REQUIRE(r.status == 0);
-	std::vector<std::string> want = { "HUGETEXT_BUDGET_MS=25", "HUGETEXT_IGNORE=^/usr/", "HUGETEXT_MATCH=libfoo",
+	std::vector<std::string> want = { "HUGETEXT_ASYNC=1", "HUGETEXT_BUDGET_MS=25", "HUGETEXT_IGNORE=^/usr/", "HUGETEXT_MATCH=libfoo",
 					  "HUGETEXT_MODE=thp", "HUGETEXT_PERF_MAP=1", "HUGETEXT_REPORT=/tmp/r.json",
 					  "HUGETEXT_SHARE=1", "HUGETEXT_SHARE_DIR=/dev/hugepages/x", "HUGETEXT_VERBOSE=1" };
 	CHECK(env_lines(r.out) == want);
