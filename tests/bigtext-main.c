@@ -3,8 +3,8 @@
  * checksum that needs every function, the number of its open descriptors,
  * and (with "smaps") the bytes of its own text on huge pages, counted here
  * independently of the library.  "hold MS" keeps it alive for MS ms.
- * "await MS" waits up to MS ms for its text to be on huge pages (a move in
- * the background).  "unshare" calls setns() and unshare(CLONE_NEWUSER),
+ * "await MS [LINGER]" waits up to MS ms for its text to be on huge pages (a
+ * move in the background), then LINGER ms more.  "unshare" calls setns() and unshare(CLONE_NEWUSER),
  * which need a single-threaded process, first thing in main(); "unshare
  * threaded" does so with a thread of its own alive, to show the rule.
  * "closefrom FILE" closes every descriptor above stderr first thing, as
@@ -130,8 +130,12 @@ int main(int argc, char **argv)
 	printf("fds %d\n", count_fds());
 	if (argc > 1 && strcmp(argv[1], "smaps") == 0)
 		printf("huge_kb %lu\n", huge_kb_in(bigtext_start, bigtext_end));
-	if (argc > 2 && strcmp(argv[1], "await") == 0)
+	if (argc > 2 && strcmp(argv[1], "await") == 0) {
 		await_huge(atoi(argv[2]));
+		/* "await MS LINGER": stay a little after, for what the move does last. */
+		if (argc > 3)
+			usleep((useconds_t)atoi(argv[3]) * 1000);
+	}
 	/* "hold MS": stay alive a while, so a test can look at several at once. */
 	if (argc > 2 && strcmp(argv[1], "hold") == 0) {
 		printf("ready\n");
