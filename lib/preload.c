@@ -24,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -42,10 +43,13 @@ static __thread int in_hook;
 static pthread_mutex_t bg_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t bg_done = PTHREAD_COND_INITIALIZER;
 static int bg_busy;
+/* The thread's id, until it is known to be gone; 0 when there is none. */
+static pid_t bg_tid;
 
 static void *background(void *arg)
 {
 	(void)arg;
+	__atomic_store_n(&bg_tid, gettid(), __ATOMIC_RELEASE);
 	/* The program has the other core: a second filling thread would take it. */
 	ht_fill_alone = 1;
 	/*
@@ -69,6 +73,7 @@ static void no_background_in_child(void)
 	pthread_mutex_init(&bg_mu, NULL);
 	pthread_cond_init(&bg_done, NULL);
 	bg_busy = 0;
+	bg_tid = 0;
 }
 
 /*
@@ -100,16 +105,31 @@ static int start_background(void)
 }
 
 /* Returns once the background thread has finished its work (or at once). */
-static int wait_background(void)
+static void wait_background(void)
 {
-	int waited;
-
 	pthread_mutex_lock(&bg_mu);
-	waited = bg_busy;
 	while (bg_busy)
 		pthread_cond_wait(&bg_done, &bg_mu);
 	pthread_mutex_unlock(&bg_mu);
-	return waited;
+}
+
+/*
+ * True while the finished thread still counts as one of the process's:
+ * it does from its last wake-up until the kernel reaps it, a moment later.
+ */
+static int background_lingers(void)
+{
+	pid_t tid = __atomic_load_n(&bg_tid, __ATOMIC_ACQUIRE);
+	char path[64];
+	struct stat st;
+
+	if (!tid)
+		return 0;
+	snprintf(path, sizeof(path), "/proc/self/task/%d", (int)tid);
+	if (stat(path, &st) == 0)
+		return 1;
+	__atomic_store_n(&bg_tid, 0, __ATOMIC_RELEASE);
+	return 0;
 }
 
 __attribute__((constructor)) static void ht_preload(void)
@@ -145,12 +165,18 @@ __attribute__((constructor)) static void ht_preload(void)
  */
 static int single_thread_call(long (*call)(long, long), long a, long b)
 {
-	int waited = wait_background();
-	long ret = call(a, b);
+	long ret;
 
-	for (int i = 0; waited && ret < 0 && errno == EINVAL && i < 200; i++) {
+	wait_background();
+	ret = call(a, b);
+	/* Up to 20 ms, and only while our thread is what makes the call fail. */
+	for (int i = 0; ret < 0 && errno == EINVAL && i < 200; i++) {
 		struct timespec ts = { 0, 100 * 1000 };
 
+		if (!background_lingers()) {
+			errno = EINVAL; /* the call's own answer, not stat's */
+			break;
+		}
 		nanosleep(&ts, NULL);
 		ret = call(a, b);
 	}

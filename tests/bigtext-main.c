@@ -3,13 +3,14 @@
  * checksum that needs every function, the number of its open descriptors,
  * and (with "smaps") the bytes of its own text on huge pages, counted here
  * independently of the library.  "hold MS" keeps it alive for MS ms.
- * "await MS [LINGER]" waits up to MS ms for its text to be on huge pages (a
- * move in the background), then LINGER ms more.  "unshare" calls setns() and unshare(CLONE_NEWUSER),
+ * "await MS [LINGER]" waits up to MS ms for its text to be on huge pages and
+ * for its line in HUGETEXT_REPORT, if set (a move in the background), then
+ * LINGER ms more.  "unshare" calls setns() and unshare(CLONE_NEWUSER),
  * which need a single-threaded process, first thing in main(); "unshare
  * threaded" does so with a thread of its own alive, to show the rule.
  * "closefrom FILE" closes every descriptor above stderr first thing, as
  * daemons do, then works with FILE through a descriptor of its own and
- * keeps closing every other one.
+ * keeps closing every other one; then it awaits the move.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -59,12 +60,33 @@ static unsigned long movable_kb(void)
 	return hi > lo ? (hi - lo) / 1024 : 0;
 }
 
+/* True once HUGETEXT_REPORT (if set) holds a line from this process. */
+static int reported(void)
+{
+	const char *path = getenv("HUGETEXT_REPORT");
+	char line[4096], key[32];
+	FILE *f;
+	int found = 0;
+
+	if (!path || !*path)
+		return 1;
+	f = fopen(path, "r");
+	if (!f)
+		return 0;
+	snprintf(key, sizeof(key), "{\"pid\":%ld,", (long)getpid());
+	while (!found && fgets(line, sizeof(line), f))
+		found = strncmp(line, key, strlen(key)) == 0 && strchr(line, '\n') != NULL;
+	fclose(f);
+	return found;
+}
+
+/* Waits for the move to end: the text on huge pages and the report written. */
 static void await_huge(int ms)
 {
 	double t0 = now_ms();
 	unsigned long kb = huge_kb_in(bigtext_start, bigtext_end);
 
-	while (kb < movable_kb() && now_ms() - t0 < ms) {
+	while ((kb < movable_kb() || !reported()) && now_ms() - t0 < ms) {
 		usleep(2000);
 		kb = huge_kb_in(bigtext_start, bigtext_end);
 	}
@@ -118,6 +140,7 @@ static void closefrom_work(const char *path)
 		usleep(500);
 	}
 	printf("closefrom %s\n", fd >= 0 && good && close(fd) == 0 ? "ok" : "broken");
+	await_huge(20000);
 }
 
 int main(int argc, char **argv)

@@ -95,11 +95,12 @@ TEST_CASE("a pattern that also matches libelf does not make the perf map wait fo
 	// The perf map loads libelf with dlopen() while a move is under way; the
 	// preload's dlopen() hook must not wait for that same move (it did once).
 	for (const char *async : { "0", "1" }) {
-		// timeout(1) ends a hang; the program names its own pid for the map's
-		// name, and lingers: in the background the map comes after the swap.
-		run_result r = run_cmd({ "timeout", "30", build_path("tests/bigtext-pie"), "await", "20000", "300" },
+		// timeout(1) ends a hang.  The program names its own pid for the
+		// map's name, and awaits its report line, which comes after the map.
+		run_result r = run_cmd({ "timeout", "30", build_path("tests/bigtext-pie"), "await", "20000" },
 				       { "LD_PRELOAD=" + preload(), "HUGETEXT_MODE=thp", "HUGETEXT_PERF_MAP=1",
-					 "HUGETEXT_MATCH=.", std::string("HUGETEXT_ASYNC=") + async });
+					 "HUGETEXT_MATCH=.", std::string("HUGETEXT_ASYNC=") + async,
+					 "HUGETEXT_REPORT=" + temp_path("pm-libelf.json") });
 		INFO("HUGETEXT_ASYNC=" << async << ": " << r.out << r.err);
 		CHECK(r.status == 0); // timeout(1) says 124
 		CHECK(r.out.find("sum ") != std::string::npos);

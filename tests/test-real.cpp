@@ -2,8 +2,10 @@
 // cc1plus run by g++ (whose object file must not change by one byte).
 #include <catch2/catch.hpp>
 
+#include <cstdio>
 #include <string>
 #include <unistd.h>
+#include <vector>
 
 #include "helpers.hpp"
 
@@ -68,6 +70,48 @@ TEST_CASE("g++ compiles to a byte-identical object with cc1plus moved", "[real]"
 	CHECK(moved.err.empty());
 	CHECK(read_file(a) == read_file(b));
 	CHECK(ok_bytes(read_report(report), "cc1plus") >= 16ul << 20);
+}
+
+TEST_CASE("with HUGETEXT_ASYNC=1, node and cc1plus are moved while they run and give the same results",
+	  "[real][async]")
+{
+	std::vector<std::string> env = { "LD_PRELOAD=" + preload(), "HUGETEXT_ASYNC=1" };
+	if (have_program("node")) {
+		// Long enough for the move to end before the program does.
+		std::string report = temp_path("node-async.json");
+		const std::string js = "let s=0; for (let i=0;i<1e7;i++) s+=i%7; console.log(s)";
+		run_result plain = run_cmd({ "node", "-e", js });
+		std::vector<std::string> e = env;
+		e.push_back("HUGETEXT_REPORT=" + report);
+		run_result r = run_cmd({ "node", "-e", js }, e);
+		REQUIRE(r.status == 0);
+		CHECK(r.out == plain.out);
+		CHECK(r.err.empty());
+		CHECK(ok_bytes(read_report(report), "node") >= 20ul << 20);
+	} else {
+		WARN("node is not installed: not checked");
+	}
+	if (have_program("g++")) {
+		std::string src = temp_path("unit-async.cpp"), a = temp_path("a-async.o"), b = temp_path("b-async.o");
+		std::string report = temp_path("gxx-async.json");
+		FILE *f = fopen(src.c_str(), "w");
+		REQUIRE(f);
+		fputs("#include <map>\n#include <string>\n#include <vector>\n"
+		      "std::map<std::string, std::vector<long>> m;\n"
+		      "long f(const std::string &k) { m[k].push_back(1); return (long)m[k].size(); }\n", f);
+		fclose(f);
+		run_result plain = run_cmd({ "g++", "-O2", "-c", src, "-o", a });
+		std::vector<std::string> e = env;
+		e.push_back("HUGETEXT_REPORT=" + report);
+		run_result moved = run_cmd({ "g++", "-O2", "-c", src, "-o", b }, e);
+		REQUIRE(plain.status == 0);
+		REQUIRE(moved.status == 0);
+		CHECK(moved.err.empty());
+		CHECK(read_file(a) == read_file(b));
+		CHECK(ok_bytes(read_report(report), "cc1plus") >= 16ul << 20);
+	} else {
+		WARN("g++ is not installed: not checked");
+	}
 }
 
 TEST_CASE("rustc builds a correct program with librustc_driver and libLLVM moved", "[real][libraries]")
