@@ -25,7 +25,7 @@
 /* One remap at a time: the maps we read must stay true while we act on them. */
 pthread_mutex_t ht_lock = PTHREAD_MUTEX_INITIALIZER;
 int ht_forked_child;
-__thread int ht_fill_alone;
+__thread int ht_in_background;
 static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
 
 /*
@@ -151,6 +151,65 @@ out:
 	return -1;
 }
 
+/* What a background move checks again before its swap. */
+struct recheck {
+	const struct ht_seg_query *q;
+	const struct ht_seg_plan *p;
+};
+
+static int same_plan(const struct ht_seg_plan *a, const struct ht_seg_plan *b)
+{
+	return a->span.start == b->span.start && a->span.end == b->span.end &&
+	       a->mapped == b->mapped && a->file_backed == b->file_backed &&
+	       a->file_off == b->file_off && a->inode == b->inode &&
+	       a->dev_major == b->dev_major && a->dev_minor == b->dev_minor;
+}
+
+/* Every page the program wrote (pagemap) must hold what the copy holds. */
+static int written_pages_match(struct ht_span span, size_t mapped, const char *copy)
+{
+	size_t n = mapped / HT_PAGE;
+	uint64_t *pm = n ? malloc(n * sizeof(*pm)) : NULL;
+	int fd = pm ? ht_sys_open("/proc/self/pagemap", O_RDONLY, 0) : -1;
+	int same = 1;
+
+	if (fd < 0 || ht_sys_pread_full(fd, pm, n * sizeof(*pm), (off_t)(span.start / HT_PAGE * sizeof(*pm))) !=
+			      (ssize_t)(n * sizeof(*pm)))
+		same = 0;
+	for (size_t i = 0; same && i < n; i++)
+		if (ht_pagemap_written(pm[i]))
+			same = memcmp(copy + i * HT_PAGE, (const char *)span.start + i * HT_PAGE, HT_PAGE) == 0;
+	if (fd >= 0)
+		ht_sys_close(fd);
+	free(pm);
+	return same;
+}
+
+/*
+ * The program ran while the copy was made: it may have made its code
+ * writable (mprotect), or written to it (a debugger's breakpoint, a hot
+ * patch).  The maps must plan the same span as before, and each page
+ * written since must equal the copy.  What remains is the moment between
+ * this check and the swap.
+ */
+static int code_unchanged(const struct ht_source *src, struct ht_span span, const char *copy)
+{
+	const struct recheck *rc = src->ctx;
+	struct ht_seg_plan now;
+	size_t len, mapped;
+	char *maps;
+	int err;
+
+	if (ht_sys_read_file("/proc/self/maps", &maps, &len) < 0)
+		return 0;
+	err = ht_plan_segment(maps, len, rc->q, HT_HUGE_PAGE_SIZE, &now);
+	free(maps);
+	if (err < 0 || !same_plan(&now, rc->p))
+		return 0;
+	mapped = src->mapped < span.end - span.start ? src->mapped : span.end - span.start;
+	return written_pages_match(span, mapped, copy);
+}
+
 static int budget_spent(const struct run *r)
 {
 	return r->opt->budget_ms && ht_now_ms() - r->t0 >= (double)r->opt->budget_ms;
@@ -223,13 +282,18 @@ static int kernel_maps_it_huge(const struct ht_seg_plan *p)
 }
 
 /* Moves one planned span; the region is filled whatever happens. */
-static void move_planned(struct run *r, const struct ht_object *o, const struct ht_seg_plan *p,
-			 struct ht_region *g)
+static void move_planned(struct run *r, const struct ht_object *o, const struct ht_seg_query *q,
+			 const struct ht_seg_plan *p, struct ht_region *g)
 {
 	struct ht_options opt = *r->opt;
 	struct ht_source src = { .fd = -1, .mapped = p->mapped, .reserve_gap = p->reserve_gap };
+	struct recheck rc = { q, p };
 	int err;
 
+	if (ht_in_background) {
+		src.unchanged = code_unchanged;
+		src.ctx = &rc;
+	}
 	g->start = p->span.start;
 	g->end = p->span.end;
 	g->bytes = p->span.end - p->span.start;
@@ -298,7 +362,7 @@ static void do_segment(struct run *r, const struct ht_object *o, int i)
 	else if (err < 0)
 		set_outcome(r, g, HT_STATUS_FAILED, HT_E_NOT_MAPPED, -ENOENT);
 	else
-		move_planned(r, o, &p, g);
+		move_planned(r, o, &q, &p, g);
 	g->ms = ht_now_ms() - t;
 }
 
@@ -558,7 +622,7 @@ static int range_locked(const struct ht_options *opt, const void *from, const vo
 		else if (g && err < 0)
 			set_outcome(&r, g, HT_STATUS_FAILED, HT_E_BAD_RANGE, -EFAULT);
 		else if (g)
-			move_planned(&r, NULL, &p, g);
+			move_planned(&r, NULL, &q, &p, g);
 		if (g)
 			g->ms = ht_now_ms() - r.t0;
 		verify(&r);

@@ -46,6 +46,12 @@ struct ht_source {
 	size_t mapped;     /* bytes from span.start that are mapped code */
 	int reserve_gap;   /* the rest of the span is free address space */
 	double deadline_ms; /* ht_now_ms() after which filling stops; 0: none */
+	/*
+	 * NULL, or asked just before the swap whether the code is still what
+	 * the copy holds (the program runs meanwhile in a background move).
+	 */
+	int (*unchanged)(const struct ht_source *src, struct ht_span span, const char *copy);
+	const void *ctx;   /* for unchanged() */
 };
 
 /*
@@ -87,8 +93,12 @@ double ht_now_ms(void);
 extern pthread_mutex_t ht_lock;
 /* Set in a child of fork(): it makes no helper thread (its parent's locks may be held). */
 extern int ht_forked_child;
-/* Set in a thread that runs beside the program: it fills alone, on one core. */
-extern __thread int ht_fill_alone;
+/*
+ * Set in the preload's background thread, which runs beside the program:
+ * it fills alone, on one core, and checks the code is unchanged before
+ * each swap.
+ */
+extern __thread int ht_in_background;
 /* Set while this thread holds ht_lock: a dlopen() of ours (libelf) must not wait for it. */
 extern __thread int ht_lock_held;
 /* Take and drop ht_lock; the first take makes fork() safe for it. */

@@ -238,15 +238,17 @@ int ht_map_path_is(const struct ht_map *m, const char *path)
 	return m->path_len == n && memcmp(m->path, path, n) == 0;
 }
 
-int ht_pagemap_clean(const uint64_t *entries, size_t n)
+int ht_pagemap_written(uint64_t entry)
 {
 	const uint64_t present = 1ULL << 63, swapped = 1ULL << 62, file = 1ULL << 61;
 
-	for (size_t i = 0; i < n; i++) {
-		if (entries[i] & swapped)
+	return (entry & swapped) || ((entry & present) && !(entry & file));
+}
+
+int ht_pagemap_clean(const uint64_t *entries, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (ht_pagemap_written(entries[i]))
 			return 0;
-		if ((entries[i] & present) && !(entries[i] & file))
-			return 0;
-	}
 	return 1;
 }

@@ -71,4 +71,6 @@ int ht_map_path_is(const struct ht_map *m, const char *path);
  * none is swapped (bit 62, only anonymous pages swap).
  */
 int ht_pagemap_clean(const uint64_t *entries, size_t n);
+/* True when the page of this pagemap entry was written (anonymous or swapped). */
+int ht_pagemap_written(uint64_t entry);
 #endif

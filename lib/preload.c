@@ -5,26 +5,22 @@
  * dlopen() before that dlopen() returns.  Settings come from HUGETEXT_*
  * variables read with secure_getenv(), so set-user-ID programs ignore them.
  *
- * With HUGETEXT_ASYNC=1 the main program's code is moved by a background
- * thread while main() runs, which takes the copy off the start-up path.
+ * With HUGETEXT_ASYNC=1 the code is moved by a background thread while
+ * main() runs (background.c), which takes the copy off the start-up path.
  * The swap is one mremap(), safe while the code runs.
  */
+#include "background.h"
 #include "dlsearch.h"
 #include "internal.h"
 #include "objects.h"
-#include "sys.h"
 
 #include <dlfcn.h>
 #include <errno.h>
 #include <link.h>
-#include <pthread.h>
 #include <regex.h>
-#include <sched.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -37,99 +33,18 @@ static void *(*real_dlopen)(const char *, int);
 static __thread int in_hook;
 
 /*
- * The background thread (HUGETEXT_ASYNC=1).  It is detached, so nothing
- * is left behind when it ends; "busy" says it has not finished yet.
+ * The background thread writes the report later, after main() may have
+ * changed directory: a relative path is fixed to where the program started.
  */
-static pthread_mutex_t bg_mu = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t bg_done = PTHREAD_COND_INITIALIZER;
-static int bg_busy;
-/* The thread's id, until it is known to be gone; 0 when there is none. */
-static pid_t bg_tid;
-
-static void *background(void *arg)
+static void absolute_report_path(void)
 {
-	(void)arg;
-	__atomic_store_n(&bg_tid, gettid(), __ATOMIC_RELEASE);
-	/* The program has the other core: a second filling thread would take it. */
-	ht_fill_alone = 1;
-	/*
-	 * main() runs meanwhile and may close descriptors it did not open
-	 * (closefrom) and reuse their numbers: ours live in a table of our own.
-	 */
-	if (ht_sys_private_fds(opt.verbose) == 0)
-		ht_remap(&opt, NULL, 0, NULL);
-	else
-		ht_report_note(&opt, "background move not started: no descriptor table of its own");
-	pthread_mutex_lock(&bg_mu);
-	bg_busy = 0;
-	pthread_cond_broadcast(&bg_done);
-	pthread_mutex_unlock(&bg_mu);
-	return NULL;
-}
+	static char path[4096];
+	char cwd[4096];
 
-/* A child of fork() has no background thread, whatever its parent had. */
-static void no_background_in_child(void)
-{
-	pthread_mutex_init(&bg_mu, NULL);
-	pthread_cond_init(&bg_done, NULL);
-	bg_busy = 0;
-	bg_tid = 0;
-}
-
-/*
- * Starts the background thread, with every signal blocked so that none
- * meant for the program lands on it.  Returns 0, or -1 when the move must
- * happen here and now: under a seccomp filter, which may kill the process
- * for clone(), or when no thread can be made.
- */
-static int start_background(void)
-{
-	pthread_attr_t attr;
-	sigset_t all, old;
-	pthread_t th;
-	int err;
-
-	if (ht_seccomp_filtered() || !ht_sys_can_private_fds() || pthread_attr_init(&attr) != 0)
-		return -1;
-	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-	pthread_atfork(NULL, NULL, no_background_in_child);
-	bg_busy = 1;
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	err = pthread_create(&th, &attr, background, NULL);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	pthread_attr_destroy(&attr);
-	if (err != 0)
-		bg_busy = 0;
-	return err != 0 ? -1 : 0;
-}
-
-/* Returns once the background thread has finished its work (or at once). */
-static void wait_background(void)
-{
-	pthread_mutex_lock(&bg_mu);
-	while (bg_busy)
-		pthread_cond_wait(&bg_done, &bg_mu);
-	pthread_mutex_unlock(&bg_mu);
-}
-
-/*
- * True while the finished thread still counts as one of the process's:
- * it does from its last wake-up until the kernel reaps it, a moment later.
- */
-static int background_lingers(void)
-{
-	pid_t tid = __atomic_load_n(&bg_tid, __ATOMIC_ACQUIRE);
-	char path[64];
-	struct stat st;
-
-	if (!tid)
-		return 0;
-	snprintf(path, sizeof(path), "/proc/self/task/%d", (int)tid);
-	if (stat(path, &st) == 0)
-		return 1;
-	__atomic_store_n(&bg_tid, 0, __ATOMIC_RELEASE);
-	return 0;
+	if (!opt.report_path || opt.report_path[0] == '/' || !getcwd(cwd, sizeof(cwd)))
+		return;
+	if ((size_t)snprintf(path, sizeof(path), "%s/%s", cwd, opt.report_path) < sizeof(path))
+		opt.report_path = path;
 }
 
 __attribute__((constructor)) static void ht_preload(void)
@@ -150,7 +65,9 @@ __attribute__((constructor)) static void ht_preload(void)
 	active = opt.mode != HT_MODE_OFF;
 	if (active && opt.match)
 		have_match = regcomp(&match_re, opt.match, REG_EXTENDED | REG_NOSUB) == 0;
-	if (active && (!async || start_background() < 0))
+	if (active && async)
+		absolute_report_path();
+	if (active && (!async || ht_background_start(&opt) < 0))
 		ht_remap(&opt, NULL, 0, NULL);
 	/* The program must not see anything of us, not even errno. */
 	errno = saved;
@@ -158,26 +75,22 @@ __attribute__((constructor)) static void ht_preload(void)
 
 /*
  * unshare(CLONE_NEWUSER) and setns() into a user or mount namespace fail
- * with EINVAL in a process with more than one thread.  A program that
- * calls them early must not fail because of our background thread: wait
- * for it, then give the kernel a moment to reap it, since the thread
- * counts until shortly after its last wake-up.
+ * with EINVAL in a process with more than one thread.  A program must not
+ * fail because of our background thread: when the call fails so and the
+ * thread exists, wait for the move to end and for the kernel to reap the
+ * thread (it counts until shortly after its last wake-up), then call again.
  */
 static int single_thread_call(long (*call)(long, long), long a, long b)
 {
-	long ret;
+	long ret = call(a, b);
 
-	wait_background();
-	ret = call(a, b);
-	/* Up to 20 ms, and only while our thread is what makes the call fail. */
-	for (int i = 0; ret < 0 && errno == EINVAL && i < 200; i++) {
-		struct timespec ts = { 0, 100 * 1000 };
+	for (int i = 0; ret < 0 && errno == EINVAL && i < 400 && ht_background_alive(); i++) {
+		ht_background_wait(5000);
+		if (ht_background_alive()) {
+			struct timespec ts = { 0, 50 * 1000 };
 
-		if (!background_lingers()) {
-			errno = EINVAL; /* the call's own answer, not stat's */
-			break;
+			nanosleep(&ts, NULL);
 		}
-		nanosleep(&ts, NULL);
 		ret = call(a, b);
 	}
 	return (int)ret;

@@ -156,7 +156,7 @@ static int fill_in_two(struct piece *lo, struct piece *hi)
 	pthread_t th;
 	int made = 0;
 
-	if (ht_forked_child || ht_fill_alone || ht_seccomp_filtered()) {
+	if (ht_forked_child || ht_in_background || ht_seccomp_filtered()) {
 		fill_piece(lo);
 		fill_piece(hi);
 		return lo->err < 0 ? lo->err : hi->err;
@@ -393,6 +393,11 @@ static int move_with(const struct ht_options *opt, enum ht_mode mode, struct ht_
 	err = build_copy(opt, mode, &span, src, &copy, r);
 	if (err < 0)
 		return err;
+	if (src->unchanged && !src->unchanged(src, span, copy)) {
+		drop_copy(copy, span.end - span.start);
+		r->huge_bytes = 0;
+		return fail(r, HT_E_CHANGED, -EBUSY);
+	}
 	/* From here the copy is either the code or gone: no child may unmap it. */
 	track_copy(NULL, 0);
 	return ht_swap_in(copy, span, src, r);
@@ -435,7 +440,8 @@ int ht_move_span(const struct ht_options *opt, struct ht_span span,
 		if (err == 0)
 			err = move_with(opt, HT_MODE_EXPLICIT, span, src, r);
 	}
-	if (opt->mode == HT_MODE_THP || (opt->mode == HT_MODE_AUTO && err < 0))
+	/* Code that changed under the copy would change under a second one too. */
+	if (opt->mode == HT_MODE_THP || (opt->mode == HT_MODE_AUTO && err < 0 && r->error != HT_E_CHANGED))
 		err = move_with(opt, HT_MODE_THP, span, src, r);
 	if (err < 0)
 		return err;

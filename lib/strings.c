@@ -45,6 +45,7 @@ const char *ht_error_str(enum ht_error error)
 		[HT_E_NOT_SUPPORTED] = "not supported here",
 		[HT_E_MEMCG] = "the memory cgroup has too little room for the copy",
 		[HT_E_THP_OFF] = "transparent huge pages are disabled (never)",
+		[HT_E_CHANGED] = "the code changed while it was copied",
 	};
 
 	return (unsigned)error < HT_E__COUNT && text[error] ? text[error] : "unknown error";

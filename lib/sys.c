@@ -348,10 +348,15 @@ int ht_sys_map_file(int fd, size_t len, int prot, int shared, void **out)
 
 int ht_sys_private_fds(int keep_stderr)
 {
-	/* One call unshares the table and empties it from 3 up. */
-	if (ht_sys.close_range(3, ~0U, CLOSE_RANGE_UNSHARE) < 0)
+	/*
+	 * One call unshares the table, copying only the descriptors below the
+	 * first one closed: none, or stdin to stderr (closing the copies of
+	 * stdin and stdout flushes them, as any close does).
+	 */
+	if (ht_sys.close_range(keep_stderr ? 3 : 0, ~0U, CLOSE_RANGE_UNSHARE) < 0)
 		return neg_errno();
-	ht_sys.close_range(0, keep_stderr ? 1 : 2, 0);
+	if (keep_stderr)
+		ht_sys.close_range(0, 1, 0);
 	return 0;
 }
 

@@ -7,10 +7,14 @@
  * for its line in HUGETEXT_REPORT, if set (a move in the background), then
  * LINGER ms more.  "unshare" calls setns() and unshare(CLONE_NEWUSER),
  * which need a single-threaded process, first thing in main(); "unshare
- * threaded" does so with a thread of its own alive, to show the rule.
+ * threaded" does so with a thread of its own alive, to show the rule (and
+ * see namespaces() for more).
  * "closefrom FILE" closes every descriptor above stderr first thing, as
  * daemons do, then works with FILE through a descriptor of its own and
  * keeps closing every other one; then it awaits the move.
+ * "patch MS" waits MS ms, then makes the page of one function writable and
+ * rewrites the function, as hot patchers and debuggers do, then awaits the
+ * move and checks the patch is still there and the page still writable.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -20,9 +24,12 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <sched.h>
+#include <signal.h>
+#include <sys/wait.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -60,16 +67,23 @@ static unsigned long movable_kb(void)
 	return hi > lo ? (hi - lo) / 1024 : 0;
 }
 
+/* Where the program started, when "cd" moved it. */
+static char start_dir[4096];
+
 /* True once HUGETEXT_REPORT (if set) holds a line from this process. */
 static int reported(void)
 {
 	const char *path = getenv("HUGETEXT_REPORT");
-	char line[4096], key[32];
+	char line[4096], key[32], full[8192];
 	FILE *f;
 	int found = 0;
 
 	if (!path || !*path)
 		return 1;
+	if (path[0] != '/' && start_dir[0]) {
+		snprintf(full, sizeof(full), "%s/%s", start_dir, path);
+		path = full;
+	}
 	f = fopen(path, "r");
 	if (!f)
 		return 0;
@@ -80,16 +94,22 @@ static int reported(void)
 	return found;
 }
 
-/* Waits for the move to end: the text on huge pages and the report written. */
+/*
+ * Waits for the move to end: for its report line when there is a report
+ * (written last, whatever the outcome), else for the text on huge pages.
+ */
 static void await_huge(int ms)
 {
+	const char *report = getenv("HUGETEXT_REPORT");
 	double t0 = now_ms();
 	unsigned long kb = huge_kb_in(bigtext_start, bigtext_end);
 
-	while ((kb < movable_kb() || !reported()) && now_ms() - t0 < ms) {
+	while (!(report && *report ? reported() : kb >= movable_kb()) && now_ms() - t0 < ms) {
 		usleep(2000);
 		kb = huge_kb_in(bigtext_start, bigtext_end);
 	}
+	/* The line may have come after the last count. */
+	kb = huge_kb_in(bigtext_start, bigtext_end);
 	printf("pid %ld\nmovable_kb %lu\nawait_huge_kb %lu\n", (long)getpid(), movable_kb(), kb);
 }
 
@@ -101,21 +121,47 @@ static void *idle_thread(void *arg)
 }
 
 /* Prints 0 or the errno name of each call; the calls come before anything else. */
-static void namespaces(int threaded)
+static const char *err_name(int e)
 {
+	return e ? strerrorname_np(e) : "0";
+}
+
+/* In a child made by clone() alone: no fork() handlers ran in it. */
+static int unshare_child(void *arg)
+{
+	(void)arg;
+	_exit(unshare(CLONE_NEWUSER) == 0 ? 0 : errno);
+}
+
+/*
+ * "unshare [threaded | chroot DIR | clone]": setns() into our own mount
+ * namespace and unshare(CLONE_NEWUSER), with a thread of our own alive,
+ * after chroot(DIR) (no /proc there), or the latter in a clone() child.
+ */
+static void namespaces(int argc, char **argv)
+{
+	const char *how = argc > 2 ? argv[2] : "";
 	unsigned long before = huge_kb_in(bigtext_start, bigtext_end);
 	int fd = open("/proc/self/ns/mnt", O_RDONLY | O_CLOEXEC);
+	static char stack[256 * 1024];
 	pthread_t th;
-	int s, u;
+	int s, u, st;
 
-	if (threaded && pthread_create(&th, NULL, idle_thread, NULL) != 0)
-		threaded = 0;
+	if (strcmp(how, "threaded") == 0)
+		pthread_create(&th, NULL, idle_thread, NULL);
+	if (strcmp(how, "chroot") == 0 && argc > 3 && chroot(argv[3]) != 0)
+		printf("chroot %s\n", err_name(errno));
+	if (strcmp(how, "clone") == 0) {
+		pid_t pid = clone(unshare_child, stack + sizeof(stack), SIGCHLD, NULL);
+
+		u = pid < 0 ? errno : waitpid(pid, &st, 0) == pid && WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+		printf("clone_unshare %s\n", u < 0 ? "lost" : err_name(u));
+	}
 	s = fd >= 0 && setns(fd, CLONE_NEWNS) == 0 ? 0 : errno;
 	u = unshare(CLONE_NEWUSER) == 0 ? 0 : errno;
 	if (fd >= 0)
 		close(fd);
-	printf("huge_kb_before %lu\nsetns %s\nunshare %s\n", before,
-	       s ? strerrorname_np(s) : "0", u ? strerrorname_np(u) : "0");
+	printf("huge_kb_before %lu\nsetns %s\nunshare %s\n", before, err_name(s), err_name(u));
 }
 
 /*
@@ -143,12 +189,52 @@ static void closefrom_work(const char *path)
 	await_huge(20000);
 }
 
+/* "mov eax, VALUE; ret" over function @i. */
+static void write_fn(unsigned i, unsigned char value)
+{
+	unsigned char code[] = { 0xb8, value, 0, 0, 0, 0xc3 };
+
+	memcpy((void *)bigtext_get(i), code, sizeof(code));
+	__builtin___clear_cache((char *)bigtext_get(i), (char *)bigtext_get(i) + sizeof(code));
+}
+
+static void patch_work(int ms)
+{
+	unsigned i = bigtext_count / 2;
+	unsigned long page = (unsigned long)bigtext_get(i) & ~4095ul;
+	int first, second;
+
+	usleep((useconds_t)ms * 1000);
+	if (mprotect((void *)page, 4096, PROT_READ | PROT_WRITE | PROT_EXEC) != 0) {
+		printf("patch mprotect-failed\n");
+		return;
+	}
+	write_fn(i, 42);
+	first = bigtext_get(i)(5);
+	await_huge(20000);
+	/* A move that put the old code back would answer 15 + i here, or fault. */
+	second = bigtext_get(i)(5);
+	write_fn(i, 43);
+	printf("patch %d %d %d\n", first, second, bigtext_get(i)(5));
+}
+
 int main(int argc, char **argv)
 {
+	/* "cd DIR ARGS...": change directory first, then do ARGS. */
+	if (argc > 3 && strcmp(argv[1], "cd") == 0) {
+		if (getcwd(start_dir, sizeof(start_dir)) == NULL || chdir(argv[2]) != 0)
+			return 1;
+		argv += 2;
+		argc -= 2;
+	}
+	if (argc > 2 && strcmp(argv[1], "patch") == 0) {
+		patch_work(atoi(argv[2]));
+		return 0;
+	}
 	if (argc > 2 && strcmp(argv[1], "closefrom") == 0)
 		closefrom_work(argv[2]);
 	if (argc > 1 && strcmp(argv[1], "unshare") == 0)
-		namespaces(argc > 2 && strcmp(argv[2], "threaded") == 0);
+		namespaces(argc, argv);
 	printf("sum %lu\n", bigtext_sum(7));
 	printf("fds %d\n", count_fds());
 	if (argc > 1 && strcmp(argv[1], "smaps") == 0)

@@ -1,6 +1,7 @@
 #include "helpers.hpp"
 
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fcntl.h>
@@ -127,12 +128,28 @@ bool file_exists(const std::string &path)
 	return stat(path.c_str(), &st) == 0;
 }
 
+// Every temporary path handed out, removed when the test program exits.
+static std::vector<std::string> &temp_paths()
+{
+	static std::vector<std::string> paths;
+	return paths;
+}
+
+static void remove_temp_paths()
+{
+	for (auto &p : temp_paths())
+		remove(p.c_str()); // a file, or a directory the test emptied
+}
+
 std::string temp_path(const std::string &name)
 {
 	const char *dir = std::getenv("TMPDIR");
 	std::string p = std::string(dir ? dir : "/tmp") + "/hugetext-test-" +
 			std::to_string(getpid()) + "-" + name;
 	unlink(p.c_str());
+	if (temp_paths().empty())
+		std::atexit(remove_temp_paths);
+	temp_paths().push_back(p);
 	return p;
 }
 

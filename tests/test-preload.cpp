@@ -3,10 +3,15 @@
 #include <catch2/catch.hpp>
 
 #include <string>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <vector>
 
 #include "helpers.hpp"
+
+extern "C" {
+#include "hugetext.h"
+}
 
 extern "C" const char *test_skip_reason(void)
 {
@@ -252,6 +257,62 @@ TEST_CASE("with HUGETEXT_ASYNC=1, setns() and unshare(CLONE_NEWUSER) first thing
 	CHECK(overlapped > 0);
 }
 
+TEST_CASE("with HUGETEXT_ASYNC=1, a clone() child and a chrooted program see setns/unshare as without it",
+	  "[preload][async]")
+{
+	// A child made by clone() runs no fork() handlers: it must not wait for
+	// a thread it does not have.  After chroot() there is no /proc: the
+	// wait must not depend on it.
+	std::string prog = build_path("tests/bigtext-pie"), root = temp_path("emptyroot");
+	REQUIRE(mkdir(root.c_str(), 0755) == 0);
+	for (std::vector<std::string> how : { std::vector<std::string>{ "clone" },
+					      std::vector<std::string>{ "chroot", root } }) {
+		std::vector<std::string> cmd = { "timeout", "30", prog, "unshare" };
+		cmd.insert(cmd.end(), how.begin(), how.end());
+		run_result plain = run_cmd(cmd);
+		for (int i = 0; i < 3; i++) {
+			run_result r = run_cmd(cmd, async_env(temp_path("async-ns.json")));
+			INFO(how[0] << " run " << i << ": " << r.out << r.err);
+			CHECK(r.status == 0);
+			CHECK(line_value(r.out, "clone_unshare") == line_value(plain.out, "clone_unshare"));
+			CHECK(line_value(r.out, "setns") == line_value(plain.out, "setns"));
+			CHECK(line_value(r.out, "unshare") == line_value(plain.out, "unshare"));
+		}
+	}
+}
+
+TEST_CASE("with HUGETEXT_ASYNC=1, a program with its own malloc gets the move before main()",
+	  "[preload][async]")
+{
+	// Our thread calls malloc(); an allocator we do not know may not expect it.
+	std::string report = temp_path("async-malloc.json");
+	run_result r = run_cmd({ build_path("tests/bigtext-ownmalloc"), "smaps" }, async_env(report));
+	INFO(r.err);
+	CHECK(r.status == 0);
+	check_async_report(report);
+	CHECK(line_value(r.out, "huge_kb") != "0");
+	// The same program with glibc's malloc is moved in the background: nothing yet at main().
+	r = run_cmd({ build_path("tests/bigtext-pie"), "smaps" }, async_env(temp_path("async-malloc2.json")));
+	CHECK(line_value(r.out, "huge_kb") == "0");
+}
+
+TEST_CASE("with HUGETEXT_ASYNC=1, a relative report path is where the program started",
+	  "[preload][async]")
+{
+	std::string dir = temp_path("reldir");
+	REQUIRE(mkdir(dir.c_str(), 0755) == 0);
+	std::string report = dir + "/rel.json";
+	// The program moves to / at once; the line must still land in dir.
+	std::string cmd = "cd '" + dir + "' && exec '" + build_path("tests/bigtext-pie") + "' cd / await 20000";
+	std::vector<std::string> env = async_env("rel.json");
+	run_result r = run_cmd({ "sh", "-c", cmd }, env);
+	INFO(r.out << r.err);
+	CHECK(r.status == 0);
+	check_async_report(report);
+	CHECK_FALSE(file_exists("/rel.json"));
+	unlink(report.c_str());
+}
+
 TEST_CASE("with HUGETEXT_ASYNC=1, a program that closes every descriptor it did not open is not disturbed",
 	  "[preload][async]")
 {
@@ -266,6 +327,31 @@ TEST_CASE("with HUGETEXT_ASYNC=1, a program that closes every descriptor it did 
 		check_async_report(report);
 		unlink(data.c_str());
 	}
+}
+
+TEST_CASE("with HUGETEXT_ASYNC=1, code the program patches during the copy stays patched",
+	  "[preload][async]")
+{
+	// A hot patcher or debugger may make the code writable and rewrite it
+	// while the copy is made; the swap must not bring the old code back.
+	std::string prog = build_path("tests/bigtext-pie");
+	int changed = 0;
+	for (int i = 0; i < 6; i++) {
+		std::string report = temp_path("async-patch.json");
+		run_result r = run_cmd({ prog, "patch", std::to_string(1 + i % 3) }, async_env(report));
+		INFO("run " << i << ": " << r.out << r.err);
+		CHECK(r.status == 0);
+		CHECK(line_value(r.out, "patch") == "42 42 43");
+		auto lines = read_report(report);
+		REQUIRE(lines.size() == 1);
+		// Before the plan the maps show writable code (not moved); during
+		// the copy the check before the swap sees it; after, it moved.
+		CHECK((lines[0]["status"] == "ok" || lines[0]["error"] == ht_error_str(HT_E_CHANGED) ||
+		       lines[0]["error"] == ht_error_str(HT_E_NOT_MAPPED)));
+		changed += lines[0]["error"] == ht_error_str(HT_E_CHANGED);
+	}
+	// Else no patch fell inside a copy, and the check was never tried.
+	CHECK(changed > 0);
 }
 
 TEST_CASE("with HUGETEXT_ASYNC=1, a program that ends at once ends cleanly", "[preload][async]")

@@ -77,15 +77,17 @@ TEST_CASE("run does not add the preload twice", "[run]")
 TEST_CASE("each option sets exactly its variable", "[run]")
 {
 	std::vector<std::string> env = no_settings;
+	std::string report = temp_path("r.json");
 	run_result r = tool({ "run", "--mode", "THP", "--match", "libfoo", "--ignore", "^/usr/", "--verbose",
-			      "--report", "/tmp/r.json", "--perf-map", "--share", "--share-dir", "/dev/hugepages/x",
+			      "--report", report, "--perf-map", "--share", "--share-dir", "/dev/hugepages/x",
 			      "--budget-ms", "25", "--async", "--", "env" },
 			    env);
 	REQUIRE(r.status == 0);
 	std::vector<std::string> want = { "HUGETEXT_ASYNC=1", "HUGETEXT_BUDGET_MS=25", "HUGETEXT_IGNORE=^/usr/", "HUGETEXT_MATCH=libfoo",
-					  "HUGETEXT_MODE=thp", "HUGETEXT_PERF_MAP=1", "HUGETEXT_REPORT=/tmp/r.json",
+					  "HUGETEXT_MODE=thp", "HUGETEXT_PERF_MAP=1", "HUGETEXT_REPORT=" + report,
 					  "HUGETEXT_SHARE=1", "HUGETEXT_SHARE_DIR=/dev/hugepages/x", "HUGETEXT_VERBOSE=1" };
 	CHECK(env_lines(r.out) == want);
+	unlink(report.c_str());
 
 	// No option: nothing is set, and what the caller set passes through.
 	r = tool({ "run", "env" }, env);
