@@ -166,4 +166,10 @@ TEST_CASE("pagemap check tells clean file pages from written ones", "[pagemap]")
 	CHECK_FALSE(ht_pagemap_clean(written, 2));
 	CHECK_FALSE(ht_pagemap_clean(swapped_out, 1));
 	CHECK(ht_pagemap_clean(nullptr, 0));
+	// One entry at a time: what the background move compares with its copy.
+	CHECK_FALSE(ht_pagemap_written(0));
+	CHECK_FALSE(ht_pagemap_written(present | file | 9));
+	CHECK(ht_pagemap_written(present | 77));
+	CHECK(ht_pagemap_written(swapped | 5));
+	CHECK_FALSE(ht_pagemap_written(file)); // not present: nothing was written
 }

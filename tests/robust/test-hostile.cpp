@@ -172,7 +172,7 @@ TEST_CASE("nonsense, empty and very long values of every setting leave the progr
 	const std::vector<std::string> vars = {
 		"HUGETEXT_MODE", "HUGETEXT_VERBOSE", "HUGETEXT_REPORT", "HUGETEXT_MATCH",
 		"HUGETEXT_IGNORE", "HUGETEXT_BUDGET_MS", "HUGETEXT_FILL", "HUGETEXT_SHARE",
-		"HUGETEXT_SHARE_DIR", "HUGETEXT_PERF_MAP", "IODLR_USE_EXPLICIT_HP",
+		"HUGETEXT_SHARE_DIR", "HUGETEXT_PERF_MAP", "HUGETEXT_ASYNC", "IODLR_USE_EXPLICIT_HP",
 	};
 	std::string longv;
 	while (longv.size() < 100000)
