@@ -349,8 +349,23 @@ def startup():
             "share-warm": ([node, "-e", "0"], share, True),
             "node-largepages": ([node, "--use-largepages=on", "-e", "0"], None, False),
         }
+        # A copy of node whose code `hugetext warm` put in 2 MiB page-cache
+        # pages: the kernel maps it huge by itself; the preload copies the rest.
+        warm_node = os.path.join(ARGS.bin, "node-warm")
+        tool = os.path.join(os.path.dirname(ARGS.preload), "..", "tools", "hugetext")
+        shutil.copyfile(node, warm_node)
+        os.chmod(warm_node, 0o755)
+        warm = run([tool, "warm", warm_node], report=False)
+        res["warm_output"] = (warm.out + warm.err).strip()
+        variants["page-cache-warm"] = ([warm_node, "-e", "0"], {"HUGETEXT_MODE": "thp"}, True)
+        variants["page-cache-warm-alone"] = ([warm_node, "-e", "0"], None, False)
         checks = {}
+        if warm.rc != 0:
+            checks["page-cache-warm"] = checks["page-cache-warm-alone"] = \
+                f"hugetext warm: {res['warm_output'][:200]}"
         for k, (argv, env, pre) in variants.items():
+            if checks.get(k):
+                continue
             if k == "share-warm" and not share:
                 checks[k] = "no hugetlbfs mount for the shared cache"
                 continue
@@ -359,6 +374,8 @@ def startup():
             r = run(argv, env, preload=pre)
             if k in ("thp", "explicit", "thp-async"):
                 checks[k] = check_report(r, obj, k.split("-")[0])
+            elif k == "page-cache-warm":
+                checks[k] = check_report(r, re.escape(warm_node) + "$")
             elif k == "share-warm":
                 r = run(argv, env, preload=pre)  # second run: the cache is warm now
                 checks[k] = check_report(r, obj, None, need_cache=True)
@@ -393,6 +410,10 @@ def startup():
                     return None, f"exit status {r.rc}"
                 if k in ("thp", "explicit", "thp-async"):
                     p = check_report(r, obj, k.split("-")[0])
+                    if p:
+                        return None, p
+                if k == "page-cache-warm":
+                    p = check_report(r, re.escape(warm_node) + "$")
                     if p:
                         return None, p
                 if k == "share-warm":

@@ -175,8 +175,12 @@ order = su.get("node_order", list(nd))
 labels = {"plain": "plain `node -e 0`", "preload-off": "preload loaded, HUGETEXT_MODE=off",
           "thp": "hugetext, THP", "thp-async": "hugetext, THP, HUGETEXT_ASYNC=1 (background)",
           "explicit": "hugetext, explicit pages",
-          "share-warm": "hugetext, warm shared cache", "node-largepages": "node --use-largepages=on"}
-targets = {"thp": (1.12, 1.05), "thp-async": (1.12, 1.05), "explicit": (1.12, 1.05), "share-warm": (1.03, None)}
+          "share-warm": "hugetext, warm shared cache",
+          "page-cache-warm": "hugetext, after `hugetext warm` (THP for the rest)",
+          "page-cache-warm-alone": "after `hugetext warm`, no preload",
+          "node-largepages": "node --use-largepages=on"}
+targets = {"thp": (1.12, 1.05), "thp-async": (1.12, 1.05), "explicit": (1.12, 1.05), "share-warm": (1.03, None),
+           "page-cache-warm": (1.12, 1.05)}
 if not nd or "na" in nd:
     w("`node -e 0`: " + na(nd))
 else:
@@ -208,6 +212,9 @@ else:
             SUMMARY.append(("node start-up, node --use-largepages=on", rfmt(r), "reference (1.25-1.29x)", "-"))
         w(f"| {labels.get(k, k)} | {fmt(v)} | {rfmt(r)} | {fmt(alt(v))} | {rfmt(ratio(alt(v), alt(plain)))} | {t} |")
     w()
+    if su.get("warm_output"):
+        w(f"`hugetext warm` on the copy of node used by the two 'warm' rows: {su['warm_output']}")
+        w()
     kb = su.get("node_largepages_text_kb")
     if kb is not None:
         w(f"Node's own `--use-largepages=on` put {kb.get('anon', 0) // 1024} MiB of its code on huge pages "
@@ -228,7 +235,8 @@ else:
         ax.axhline(1.05, ls=":", color="green", lw=1, label="goal 1.05x")
         ax.set_xticks(range(len(ks)))
         short = {"plain": "plain", "preload-off": "preload,\nmode off", "thp": "hugetext\nTHP",
-                 "thp-async": "hugetext\nTHP\nasync",
+                 "thp-async": "hugetext\nTHP\nasync", "page-cache-warm": "hugetext\nafter warm",
+                 "page-cache-warm-alone": "warm,\nno preload",
                  "explicit": "hugetext\nexplicit", "share-warm": "hugetext\nwarm shared\ncache",
                  "node-largepages": "node\nuse-largepages\n=on"}
         ax.set_xticklabels([short.get(k, k) for k in ks], fontsize=8)
@@ -551,8 +559,9 @@ def summary_of(res):
         a_ = sum(rps_) / len(rps_)
         out["faster fill (pread vs memcpy)"] = "memcpy" if a_ > 1.02 else "pread" if a_ < 0.98 else "neither"
     nd_ = (res.get("startup") or {}).get("node") or {}
-    for k in ("thp", "thp-async", "explicit", "share-warm", "node-largepages"):
+    for k in ("thp", "thp-async", "explicit", "share-warm", "page-cache-warm", "node-largepages"):
         lab = {"thp": "node start-up, hugetext, THP",
+               "page-cache-warm": "node start-up, hugetext, after `hugetext warm` (THP for the rest)",
                "thp-async": "node start-up, hugetext, THP, HUGETEXT_ASYNC=1 (background)",
                "explicit": "node start-up, hugetext, explicit pages",
                "share-warm": "node start-up, hugetext, warm shared cache",

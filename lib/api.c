@@ -264,21 +264,28 @@ static int try_cache(const struct ht_options *opt, const struct ht_object *o,
 
 /*
  * Where the file offset and the address agree modulo 2 MiB, this kernel
- * may already map the code from large page-cache folios with PMDs
- * (FilePmdMapped): a copy would then cost memory and gain nothing.
+ * maps code from 2 MiB page-cache pages (large folios) with PMDs by itself
+ * (FilePmdMapped), as after `hugetext warm`: a copy would then cost memory
+ * and gain nothing.  Returns the bytes of the span's whole 2 MiB pages
+ * when the kernel maps every one of them so, else 0.  A first read of each
+ * lets the kernel map it now rather than when the program gets there.
  */
-static int kernel_maps_it_huge(const struct ht_seg_plan *p)
+static size_t kernel_huge_part(const struct ht_seg_plan *p)
 {
+	size_t whole = ht_round_down(p->mapped, HT_HUGE_PAGE_SIZE);
 	char *buf;
 	size_t len;
 	uint64_t huge;
 
-	if (!p->file_backed || (p->span.start - p->file_off) % HT_HUGE_PAGE_SIZE ||
-	    ht_sys_read_file("/proc/self/smaps", &buf, &len) < 0)
+	if (!p->file_backed || (p->span.start - p->file_off) % HT_HUGE_PAGE_SIZE || !whole)
 		return 0;
-	huge = ht_smaps_huge_in(buf, len, p->span.start, p->span.start + p->mapped);
+	for (size_t at = 0; at < whole; at += HT_HUGE_PAGE_SIZE)
+		(void)*(volatile const char *)(p->span.start + at);
+	if (ht_sys_read_file("/proc/self/smaps", &buf, &len) < 0)
+		return 0;
+	huge = ht_smaps_huge_in(buf, len, p->span.start, p->span.start + whole);
 	free(buf);
-	return huge >= p->mapped;
+	return huge >= whole ? whole : 0;
 }
 
 /* Moves one planned span; the region is filled whatever happens. */
@@ -286,8 +293,10 @@ static void move_planned(struct run *r, const struct ht_object *o, const struct 
 			 const struct ht_seg_plan *p, struct ht_region *g)
 {
 	struct ht_options opt = *r->opt;
-	struct ht_source src = { .fd = -1, .mapped = p->mapped, .reserve_gap = p->reserve_gap };
+	struct ht_source src = { .fd = -1, .reserve_gap = p->reserve_gap };
 	struct recheck rc = { q, p };
+	struct ht_seg_plan tail;
+	size_t kernel;
 	int err;
 
 	if (ht_in_background) {
@@ -301,11 +310,21 @@ static void move_planned(struct run *r, const struct ht_object *o, const struct 
 		set_outcome(r, g, HT_STATUS_SKIPPED, HT_E_BUDGET, 0);
 		return;
 	}
-	if (kernel_maps_it_huge(p)) {
-		g->huge_bytes = p->mapped;
+	kernel = kernel_huge_part(p);
+	if (kernel >= p->mapped && kernel) {
+		g->huge_bytes = kernel;
 		set_outcome(r, g, HT_STATUS_SKIPPED, HT_E_ALREADY, 0);
 		return;
 	}
+	if (kernel) {
+		/* Only the last, partial 2 MiB page is left to move. */
+		tail = *p;
+		tail.span.start += kernel;
+		tail.file_off += kernel;
+		tail.mapped -= kernel;
+		p = &tail;
+	}
+	src.mapped = p->mapped;
 	if (opt.fill != 2 || opt.share) {
 		src.fd = open_clean_source(p);
 		src.file_off = p->file_off;
@@ -324,6 +343,10 @@ static void move_planned(struct run *r, const struct ht_object *o, const struct 
 		ht_sys_close(src.fd);
 	if (err < 0)
 		set_outcome(r, g, HT_STATUS_FAILED, g->error, err);
+	else if (kernel)
+		g->start -= kernel; /* the region is the whole span; smaps will say what is huge */
+	if (kernel)
+		g->bytes = g->end - g->start;
 }
 
 /*

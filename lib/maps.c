@@ -211,6 +211,8 @@ uint64_t ht_smap_huge_bytes(const struct ht_smap *s)
 	return s->anon_huge + s->file_pmd + s->shmem_pmd + s->hugetlb;
 }
 
+#define HUGE_2M (2UL * 1024 * 1024)
+
 uint64_t ht_smaps_huge_in(const char *buf, size_t len, uintptr_t start, uintptr_t end)
 {
 	struct ht_smap s;
@@ -218,13 +220,16 @@ uint64_t ht_smaps_huge_in(const char *buf, size_t len, uintptr_t start, uintptr_
 	uint64_t total = 0;
 
 	while (ht_smaps_next(buf, len, &pos, &s)) {
-		uintptr_t lo = s.map.start > start ? s.map.start : start;
-		uintptr_t hi = s.map.end < end ? s.map.end : end;
+		/* Huge pages sit on 2 MiB boundaries: only the VMA's aligned middle can hold them. */
+		uintptr_t in_lo = (s.map.start + HUGE_2M - 1) & ~(uintptr_t)(HUGE_2M - 1);
+		uintptr_t in_hi = s.map.end & ~(uintptr_t)(HUGE_2M - 1);
+		uintptr_t lo = in_lo > start ? in_lo : start;
+		uintptr_t hi = in_hi < end ? in_hi : end;
 		uint64_t huge = ht_smap_huge_bytes(&s), outside;
 
 		if (lo >= hi)
 			continue;
-		outside = (s.map.end - s.map.start) - (hi - lo);
+		outside = (in_hi - in_lo) - (hi - lo);
 		if (huge > outside)
 			total += huge - outside;
 	}

@@ -204,6 +204,22 @@ std::vector<report_line> ok_lines(const std::vector<report_line> &lines)
 	return out;
 }
 
+void small_page_cache(const std::string &path)
+{
+	int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+	char buf[4096];
+
+	if (fd < 0)
+		return;
+	fdatasync(fd);
+	posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+	// No readahead: each read brings one 4 KiB page.
+	posix_fadvise(fd, 0, 0, POSIX_FADV_RANDOM);
+	while (read(fd, buf, sizeof(buf)) > 0)
+		;
+	close(fd);
+}
+
 bool thp_enabled()
 {
 	std::string s = read_file("/sys/kernel/mm/transparent_hugepage/enabled");

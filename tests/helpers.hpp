@@ -31,6 +31,10 @@ std::vector<report_line> read_report(const std::string &path);
 std::vector<report_line> ok_lines(const std::vector<report_line> &lines);
 
 bool thp_enabled();
+// Leaves @path's page cache in 4 KiB pages, as a program installed long ago
+// has it.  A file just written may sit in 2 MiB page-cache pages, which this
+// kernel maps huge by itself (the library then has nothing to move).
+void small_page_cache(const std::string &path);
 bool have_program(const std::string &name);
 
 #endif

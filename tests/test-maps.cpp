@@ -155,6 +155,22 @@ TEST_CASE("smaps range count is exact inside and a lower bound across edges", "[
 	CHECK(ht_smaps_huge_in(sample_smaps, len, 0x3000000, 0x4000000) == 0);
 }
 
+TEST_CASE("smaps range count knows huge pages lie on 2 MiB boundaries", "[smaps]")
+{
+	// node's text as the kernel maps it from 2 MiB page-cache pages: the
+	// VMA's unaligned ends can hold no huge page, so its aligned middle,
+	// the range asked for, holds all 24 MiB.
+	static const char text[] =
+		"00b72000-025fe000 r-xp 00772000 fe:00 10952719     /tmp/n2\n"
+		"Size:              27184 kB\n"
+		"FilePmdMapped:     24576 kB\n";
+	CHECK(ht_smaps_huge_in(text, sizeof(text) - 1, 0xc00000, 0x2400000) == 24ull << 20);
+	// Half of the middle: the other half could hold up to 12 MiB.
+	CHECK(ht_smaps_huge_in(text, sizeof(text) - 1, 0xc00000, 0x1800000) == 12ull << 20);
+	// The unaligned head alone can hold none.
+	CHECK(ht_smaps_huge_in(text, sizeof(text) - 1, 0xb72000, 0xc00000) == 0);
+}
+
 TEST_CASE("pagemap check tells clean file pages from written ones", "[pagemap]")
 {
 	const uint64_t present = 1ull << 63, swapped = 1ull << 62, file = 1ull << 61;

@@ -277,6 +277,7 @@ TEST_CASE("an entry for another build of the program is never used", "[share]")
 	// A copy of the program without a build-id: its key is its file identity.
 	std::string copy = temp_path("nobuildid");
 	REQUIRE(run_cmd({ "objcopy", "--remove-section=.note.gnu.build-id", prog(), copy }).status == 0);
+	small_page_cache(copy);
 	std::string report = temp_path("nb1.json");
 	REQUIRE(run_cmd({ copy }, c.env(report)).status == 0);
 	auto l1 = ok_lines(read_report(report));

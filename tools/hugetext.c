@@ -15,6 +15,7 @@ static const struct {
 	{ "check", hte_cmd_check, "hugetext check" },
 	{ "run", hte_cmd_run, "hugetext run" },
 	{ "pool", hte_cmd_pool, "hugetext pool" },
+	{ "warm", hte_cmd_warm, "hugetext warm" },
 };
 
 static void usage(FILE *f)
@@ -33,6 +34,9 @@ static void usage(FILE *f)
 	      "        run CMD with its code moved onto huge pages (hugectl)\n"
 	      "  pool [--set N] [--size 2M|1G] [--mount DIR] [--cache-list] [--cache-clear]\n"
 	      "        show and set up the huge page pools and the text cache (hugeadm)\n"
+	      "  warm FILE...\n"
+	      "        put FILE's code in the page cache as 2 MiB pages, which the kernel\n"
+	      "        then maps huge in every process, with no copy\n"
 	      "\n"
 	      "'hugetext COMMAND --help' shows a command's options; man hugetext(1) has more.\n",
 	      f);

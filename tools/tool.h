@@ -72,6 +72,7 @@ int hte_cmd_edit(int argc, char **argv);
 int hte_cmd_check(int argc, char **argv);
 int hte_cmd_run(int argc, char **argv);
 int hte_cmd_pool(int argc, char **argv);
+int hte_cmd_warm(int argc, char **argv);
 
 /* --- edit.c: the listing, pure formatting --- */
 

@@ -1,0 +1,182 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * hugetext warm: puts a program's code in the page cache as 2 MiB pages.
+ *
+ * Where a file's code sits in 2 MiB page-cache pages (large folios) and
+ * its load address agrees with its file offset modulo 2 MiB, the kernel
+ * maps it with huge pages by itself, in every process, with no copy and
+ * no preload.  The page cache fills with such pages only when the code is
+ * read through a mapping advised MADV_HUGEPAGE; an ordinary run fills it
+ * with small ones.  So: drop the file's cached code (pages no process maps),
+ * read it again through such a mapping, and measure what came of it in our
+ * own smaps.  The file is only read.
+ */
+#include "tool.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "maps.h"
+#include "sys.h"
+
+#define HUGE (2ULL << 20)
+
+static const char warm_usage[] =
+	"usage: hugetext warm FILE...\n"
+	"\n"
+	"Read the executable code of each ELF FILE into the page cache as 2 MiB\n"
+	"pages, so that the kernel itself maps it with huge pages in every process\n"
+	"that loads it at a 2 MiB-congruent address: no copy, no preload, one copy\n"
+	"in memory.  Cached pages that running processes map cannot be replaced;\n"
+	"the report says how much of the code was warmed.  FILE is only read.\n"
+	"Exit status: 0 when all code of every FILE was warmed, 1 otherwise.\n";
+
+/* The whole 2 MiB file chunks of the executable segments: [lo, hi). */
+struct chunk_range {
+	uint64_t lo, hi;
+	int congruent; /* vaddr and offset agree modulo 2 MiB */
+};
+
+static int text_chunks(const struct hte_elf *e, uint64_t file_len, struct chunk_range *out)
+{
+	out->lo = UINT64_MAX;
+	out->hi = 0;
+	out->congruent = 1;
+	for (size_t i = 0; i < e->nload; i++) {
+		const struct hte_seg *s = &e->load[i];
+		uint64_t lo = (s->offset + HUGE - 1) & ~(HUGE - 1);
+		uint64_t end = s->offset + s->filesz < file_len ? s->offset + s->filesz : file_len;
+		uint64_t hi = end & ~(HUGE - 1);
+
+		if (!hte_seg_is_text(s) || hi <= lo)
+			continue;
+		out->congruent &= (s->vaddr - s->offset) % HUGE == 0;
+		out->lo = lo < out->lo ? lo : out->lo;
+		out->hi = hi > out->hi ? hi : out->hi;
+	}
+	return out->hi > out->lo ? 0 : -1;
+}
+
+/* Bytes of our own mapping at @addr that smaps shows on huge pages. */
+static uint64_t mapped_huge(const char *addr, size_t len)
+{
+	char *buf;
+	size_t blen;
+	uint64_t huge;
+
+	if (ht_sys_read_file("/proc/self/smaps", &buf, &blen) < 0)
+		return 0;
+	huge = ht_smaps_huge_in(buf, blen, (uintptr_t)addr, (uintptr_t)addr + len);
+	free(buf);
+	return huge;
+}
+
+/*
+ * Drops the cached pages of [lo, hi) and reads them again through a
+ * 2 MiB-aligned MADV_HUGEPAGE mapping.  Returns the bytes that came back
+ * as 2 MiB pages, or -1 with errno.
+ */
+static long long warm_range(int fd, uint64_t lo, uint64_t hi)
+{
+	size_t len = (size_t)(hi - lo);
+	char *base, *at;
+	long long huge;
+
+	/* Dirty pages (a file just written) are not dropped: write them first. */
+	if (fdatasync(fd) != 0 && errno != EINVAL)
+		return -1;
+	if (posix_fadvise(fd, (off_t)lo, (off_t)len, POSIX_FADV_DONTNEED) != 0)
+		return -1;
+	/* A 2 MiB-aligned address for a 2 MiB-aligned offset: huge pages can map it. */
+	base = mmap(NULL, len + HUGE, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (base == MAP_FAILED)
+		return -1;
+	at = (char *)(((uintptr_t)base + HUGE - 1) & ~(uintptr_t)(HUGE - 1));
+	if (mmap(at, len, PROT_READ, MAP_PRIVATE | MAP_FIXED, fd, (off_t)lo) == MAP_FAILED ||
+	    madvise(at, len, MADV_HUGEPAGE) != 0) {
+		munmap(base, len + HUGE);
+		return -1;
+	}
+	/* One read per 2 MiB: each fault reads a whole 2 MiB page. */
+	for (size_t off = 0; off < len; off += HUGE)
+		(void)*(volatile const char *)(at + off);
+	huge = (long long)mapped_huge(at, len);
+	munmap(base, len + HUGE);
+	return huge;
+}
+
+static int warm_one(const char *path)
+{
+	struct chunk_range r;
+	struct hte_file f;
+	char a[32], b[32];
+	long long huge;
+	int fd, exec_file;
+
+	if (hte_file_open(&f, path, 0, "warm") < 0)
+		return HTE_EXIT_FAIL;
+	exec_file = f.elf.type == 2; /* ET_EXEC: loaded where its headers say */
+	if (text_chunks(&f.elf, f.len, &r) < 0) {
+		hte_file_close(&f);
+		printf("%s: no whole 2 MiB of executable code: nothing to warm\n", path);
+		return HTE_EXIT_FAIL;
+	}
+	/* Our own descriptor: the checked file, whatever happens to the path. */
+	fd = fcntl(f.fd, F_DUPFD_CLOEXEC, 0);
+	/* Unmapped first: pages we map ourselves could not be dropped. */
+	hte_file_close(&f);
+	if (fd < 0) {
+		hte_error("warm", "%s: %s", path, strerror(errno));
+		return HTE_EXIT_FAIL;
+	}
+	huge = warm_range(fd, r.lo, r.hi);
+	close(fd);
+	if (huge < 0) {
+		hte_error("warm", "%s: %s", path, strerror(errno));
+		return HTE_EXIT_FAIL;
+	}
+	printf("%s: %s of %s of code in 2 MiB page-cache pages", path,
+	       hte_human((uint64_t)huge, a, sizeof(a)), hte_human(r.hi - r.lo, b, sizeof(b)));
+	if ((uint64_t)huge < r.hi - r.lo)
+		printf("; the rest stays in small pages (running processes map them, or the file "
+		       "system keeps no 2 MiB pages)");
+	if (!r.congruent)
+		printf("; its code's addresses and file offsets differ modulo 2 MiB, so the kernel "
+		       "cannot map it with huge pages (relink with -z max-page-size=0x200000)");
+	else if (!exec_file)
+		printf("; mapped huge where it is loaded at a 2 MiB-aligned address");
+	printf("\n");
+	return (uint64_t)huge == r.hi - r.lo && r.congruent ? HTE_EXIT_OK : HTE_EXIT_FAIL;
+}
+
+int hte_cmd_warm(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 },
+	};
+	int c, status = HTE_EXIT_OK;
+
+	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+		if (c == 'h') {
+			fputs(warm_usage, stdout);
+			return HTE_EXIT_OK;
+		}
+		fputs(warm_usage, stderr);
+		return HTE_EXIT_USAGE;
+	}
+	if (optind >= argc) {
+		fputs(warm_usage, stderr);
+		return HTE_EXIT_USAGE;
+	}
+	for (int i = optind; i < argc; i++)
+		if (warm_one(argv[i]) != HTE_EXIT_OK)
+			status = HTE_EXIT_FAIL;
+	return status;
+}
