@@ -1,6 +1,6 @@
 #!/bin/bash
 # Builds what the benchmarks need, into BUILD (default build-bench):
-#   BUILD/                    the library (meson, lib only)
+#   BUILD/                    the library and the hugetext command (meson)
 #   BUILD/bench/bt-N          N MiB of synthetic code, linked the usual way
 #                             (4 KiB segment alignment, non-PIE), placed so the
 #                             code starts on a 2 MiB address but NOT at a
@@ -19,9 +19,12 @@ OUT=$BUILD/bench
 CC=${CC:-cc}
 
 if [ ! -f "$BUILD/build.ninja" ]; then
-	meson setup "$BUILD" -Dtests=false -Dtools=false -Dbuildtype=release >/dev/null
+	meson setup "$BUILD" -Dtests=false -Dtools=true -Dbuildtype=release >/dev/null
+else
+	# Older build directories were set up without the command (hugetext warm).
+	meson configure "$BUILD" -Dtools=true >/dev/null
 fi
-ninja -C "$BUILD" lib/libhugetext-internal.a lib/libhugetext-preload.so >/dev/null
+ninja -C "$BUILD" lib/libhugetext-internal.a lib/libhugetext-preload.so tools/hugetext >/dev/null
 mkdir -p "$OUT"
 
 LIB=$BUILD/lib/libhugetext-internal.a

@@ -469,7 +469,9 @@ if ok(nd.get("plain")) and ok(nd.get("thp")):
     d = nd["thp"]["median"] - nd["plain"]["median"]
     be.append(f"`node -e 0`: the THP copy adds {d:.1f} ms to a {nd['plain']['median']:.0f} ms start"
               + (f"; the warm shared cache {nd['share-warm']['median'] - nd['plain']['median']:+.1f} ms"
-                 if ok(nd.get("share-warm")) else "") + ".")
+                 if ok(nd.get("share-warm")) else "")
+              + (f"; after `hugetext warm` {nd['page-cache-warm']['median'] - nd['plain']['median']:+.1f} ms"
+                 if ok(nd.get("page-cache-warm")) else "") + ".")
 rw_ = R.get("real") or {}
 for key, label in (("gxx", "g++"), ("rustc", "rustc")):
     v = rw_.get(key, {})

@@ -39,7 +39,7 @@ if [ $REPORT_ONLY = 0 ]; then
 	fi
 
 	say "packages"
-	pkgs=(meson ninja-build pkg-config gcc g++ python3 python3-matplotlib
+	pkgs=(meson ninja-build pkg-config gcc g++ libelf-dev python3 python3-matplotlib
 	      libhugetlbfs-bin libhugetlbfs-dev binutils)
 	command -v node >/dev/null || pkgs+=(nodejs)
 	command -v rustc >/dev/null || pkgs+=(rustc)
