@@ -376,6 +376,15 @@ def startup():
                 checks[k] = check_report(r, obj, k.split("-")[0])
             elif k == "page-cache-warm":
                 checks[k] = check_report(r, re.escape(warm_node) + "$")
+            elif k == "page-cache-warm-alone":
+                v = run([warm_node, "-e", NODE_TEXT_JS])
+                try:
+                    kb = json.loads(v.out.strip().splitlines()[-1])
+                except (ValueError, IndexError):
+                    kb = {}
+                res["warm_text_kb"] = kb
+                checks[k] = None if kb.get("filepmd", 0) > 0 else \
+                    f"the kernel mapped none of the warmed copy's code huge ({v.err.strip()[:200]})"
             elif k == "share-warm":
                 r = run(argv, env, preload=pre)  # second run: the cache is warm now
                 checks[k] = check_report(r, obj, None, need_cache=True)

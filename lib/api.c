@@ -264,28 +264,25 @@ static int try_cache(const struct ht_options *opt, const struct ht_object *o,
 
 /*
  * Where the file offset and the address agree modulo 2 MiB, this kernel
- * maps code from 2 MiB page-cache pages (large folios) with PMDs by itself
- * (FilePmdMapped), as after `hugetext warm`: a copy would then cost memory
- * and gain nothing.  Returns the bytes of the span's whole 2 MiB pages
- * when the kernel maps every one of them so, else 0.  A first read of each
- * lets the kernel map it now rather than when the program gets there.
+ * may already map the code from 2 MiB page-cache pages with PMDs
+ * (FilePmdMapped, as after `hugetext warm`): a copy would then cost memory
+ * and gain nothing.  Only what is mapped so is counted: code the program
+ * has not reached yet is not probed, since a file written just now (a
+ * fresh build) may or may not sit in such pages and the move must not
+ * depend on it.
  */
-static size_t kernel_huge_part(const struct ht_seg_plan *p)
+static int kernel_maps_it_huge(const struct ht_seg_plan *p)
 {
-	size_t whole = ht_round_down(p->mapped, HT_HUGE_PAGE_SIZE);
 	char *buf;
 	size_t len;
 	uint64_t huge;
 
-	if (!p->file_backed || (p->span.start - p->file_off) % HT_HUGE_PAGE_SIZE || !whole)
+	if (!p->file_backed || (p->span.start - p->file_off) % HT_HUGE_PAGE_SIZE ||
+	    ht_sys_read_file("/proc/self/smaps", &buf, &len) < 0)
 		return 0;
-	for (size_t at = 0; at < whole; at += HT_HUGE_PAGE_SIZE)
-		(void)*(volatile const char *)(p->span.start + at);
-	if (ht_sys_read_file("/proc/self/smaps", &buf, &len) < 0)
-		return 0;
-	huge = ht_smaps_huge_in(buf, len, p->span.start, p->span.start + whole);
+	huge = ht_smaps_huge_in(buf, len, p->span.start, p->span.start + p->mapped);
 	free(buf);
-	return huge >= whole ? whole : 0;
+	return huge >= p->mapped;
 }
 
 /* Moves one planned span; the region is filled whatever happens. */
@@ -295,8 +292,6 @@ static void move_planned(struct run *r, const struct ht_object *o, const struct 
 	struct ht_options opt = *r->opt;
 	struct ht_source src = { .fd = -1, .reserve_gap = p->reserve_gap };
 	struct recheck rc = { q, p };
-	struct ht_seg_plan tail;
-	size_t kernel;
 	int err;
 
 	if (ht_in_background) {
@@ -310,19 +305,10 @@ static void move_planned(struct run *r, const struct ht_object *o, const struct 
 		set_outcome(r, g, HT_STATUS_SKIPPED, HT_E_BUDGET, 0);
 		return;
 	}
-	kernel = kernel_huge_part(p);
-	if (kernel >= p->mapped && kernel) {
-		g->huge_bytes = kernel;
+	if (kernel_maps_it_huge(p)) {
+		g->huge_bytes = p->mapped;
 		set_outcome(r, g, HT_STATUS_SKIPPED, HT_E_ALREADY, 0);
 		return;
-	}
-	if (kernel) {
-		/* Only the last, partial 2 MiB page is left to move. */
-		tail = *p;
-		tail.span.start += kernel;
-		tail.file_off += kernel;
-		tail.mapped -= kernel;
-		p = &tail;
 	}
 	src.mapped = p->mapped;
 	if (opt.fill != 2 || opt.share) {
@@ -343,10 +329,6 @@ static void move_planned(struct run *r, const struct ht_object *o, const struct 
 		ht_sys_close(src.fd);
 	if (err < 0)
 		set_outcome(r, g, HT_STATUS_FAILED, g->error, err);
-	else if (kernel)
-		g->start -= kernel; /* the region is the whole span; smaps will say what is huge */
-	if (kernel)
-		g->bytes = g->end - g->start;
 }
 
 /*
