@@ -117,13 +117,30 @@ static void set_outcome(struct run *r, struct ht_region *g, enum ht_status st,
 		r->first_err = err < 0 ? err : -EIO;
 }
 
+/* The pagemap entries of the @n pages from @start, malloc'ed; NULL if unreadable. */
+static uint64_t *read_pagemap(uintptr_t start, size_t n)
+{
+	size_t bytes = n * sizeof(uint64_t);
+	uint64_t *pm = n ? malloc(bytes) : NULL;
+	int fd = pm ? ht_sys_open("/proc/self/pagemap", O_RDONLY, 0) : -1;
+	ssize_t got = fd >= 0 ? ht_sys_pread_full(fd, pm, bytes, (off_t)(start / HT_PAGE * sizeof(*pm))) : -1;
+
+	if (fd >= 0)
+		ht_sys_close(fd);
+	if (got != (ssize_t)bytes) {
+		free(pm);
+		return NULL;
+	}
+	return pm;
+}
+
 /* Opens the object's file if it provably holds the bytes that are mapped. */
 static int open_clean_source(const struct ht_seg_plan *p)
 {
 	struct stat st;
 	uint64_t *pm;
 	size_t n = p->mapped / HT_PAGE;
-	int fd, pfd, clean = 0;
+	int fd, clean = 0;
 
 	if (!p->file_backed || p->path[0] != '/')
 		return -1;
@@ -134,15 +151,8 @@ static int open_clean_source(const struct ht_seg_plan *p)
 	    major(st.st_dev) != p->dev_major || minor(st.st_dev) != p->dev_minor)
 		goto out;
 	/* A page the program wrote (a breakpoint, a relocation) is only in memory. */
-	pm = malloc(n * sizeof(*pm));
-	pfd = pm ? ht_sys_open("/proc/self/pagemap", O_RDONLY, 0) : -1;
-	if (pfd >= 0) {
-		off_t off = (off_t)(p->span.start / HT_PAGE * sizeof(*pm));
-
-		clean = ht_sys_pread_full(pfd, pm, n * sizeof(*pm), off) == (ssize_t)(n * sizeof(*pm)) &&
-			ht_pagemap_clean(pm, n);
-		ht_sys_close(pfd);
-	}
+	pm = read_pagemap(p->span.start, n);
+	clean = pm && ht_pagemap_clean(pm, n);
 	free(pm);
 out:
 	if (clean)
@@ -169,18 +179,12 @@ static int same_plan(const struct ht_seg_plan *a, const struct ht_seg_plan *b)
 static int written_pages_match(struct ht_span span, size_t mapped, const char *copy)
 {
 	size_t n = mapped / HT_PAGE;
-	uint64_t *pm = n ? malloc(n * sizeof(*pm)) : NULL;
-	int fd = pm ? ht_sys_open("/proc/self/pagemap", O_RDONLY, 0) : -1;
-	int same = 1;
+	uint64_t *pm = read_pagemap(span.start, n);
+	int same = pm != NULL;
 
-	if (fd < 0 || ht_sys_pread_full(fd, pm, n * sizeof(*pm), (off_t)(span.start / HT_PAGE * sizeof(*pm))) !=
-			      (ssize_t)(n * sizeof(*pm)))
-		same = 0;
 	for (size_t i = 0; same && i < n; i++)
 		if (ht_pagemap_written(pm[i]))
 			same = memcmp(copy + i * HT_PAGE, (const char *)span.start + i * HT_PAGE, HT_PAGE) == 0;
-	if (fd >= 0)
-		ht_sys_close(fd);
 	free(pm);
 	return same;
 }
@@ -273,16 +277,8 @@ static int try_cache(const struct ht_options *opt, const struct ht_object *o,
  */
 static int kernel_maps_it_huge(const struct ht_seg_plan *p)
 {
-	char *buf;
-	size_t len;
-	uint64_t huge;
-
-	if (!p->file_backed || (p->span.start - p->file_off) % HT_HUGE_PAGE_SIZE ||
-	    ht_sys_read_file("/proc/self/smaps", &buf, &len) < 0)
-		return 0;
-	huge = ht_smaps_huge_in(buf, len, p->span.start, p->span.start + p->mapped);
-	free(buf);
-	return huge >= p->mapped;
+	return p->file_backed && (p->span.start - p->file_off) % HT_HUGE_PAGE_SIZE == 0 &&
+	       ht_sys_self_huge_in(p->span.start, p->span.start + p->mapped) >= p->mapped;
 }
 
 /* Moves one planned span; the region is filled whatever happens. */

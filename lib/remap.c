@@ -209,20 +209,6 @@ static ssize_t fill_copy(const struct ht_options *opt, enum ht_mode mode, struct
 	return (ssize_t)at;
 }
 
-/* Bytes of the copy the kernel put on huge pages, from smaps. */
-static size_t copy_huge_bytes(const char *copy, size_t len)
-{
-	char *buf;
-	size_t blen;
-	uint64_t huge;
-
-	if (ht_sys_read_file("/proc/self/smaps", &buf, &blen) < 0)
-		return 0;
-	huge = ht_smaps_huge_in(buf, blen, (uintptr_t)copy, (uintptr_t)copy + len);
-	free(buf);
-	return (size_t)huge;
-}
-
 /*
  * Makes sure the copy really sits on huge pages before it replaces code
  * that is shared with the page cache: a copy on 4 KiB pages would cost
@@ -235,7 +221,7 @@ static int check_thp(char *copy, size_t len, struct ht_region *r)
 		r->huge_bytes = len;
 		return 0;
 	}
-	r->huge_bytes = copy_huge_bytes(copy, len);
+	r->huge_bytes = (size_t)ht_sys_self_huge_in((uintptr_t)copy, (uintptr_t)copy + len);
 	return r->huge_bytes ? 0 : -ENOMEM;
 }
 

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* All system calls of the library, behind one replaceable table (see sys.h). */
 #include "sys.h"
+#include "maps.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -364,4 +365,17 @@ int ht_sys_can_private_fds(void)
 {
 	/* Descriptor ~0U never exists: this closes nothing where the call is known. */
 	return ht_sys.close_range(~0U, ~0U, 0) == 0;
+}
+
+uint64_t ht_sys_self_huge_in(uintptr_t start, uintptr_t end)
+{
+	char *buf;
+	size_t len;
+	uint64_t huge;
+
+	if (ht_sys_read_file("/proc/self/smaps", &buf, &len) < 0)
+		return 0;
+	huge = ht_smaps_huge_in(buf, len, start, end);
+	free(buf);
+	return huge;
 }

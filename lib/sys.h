@@ -88,6 +88,9 @@ int ht_sys_private_fds(int keep_stderr);
 /* True when the kernel has close_range(2) with CLOSE_RANGE_UNSHARE (5.9+). */
 int ht_sys_can_private_fds(void);
 
+/* Bytes of [@start, @end) of this process that smaps shows on huge pages; 0 if unreadable. */
+uint64_t ht_sys_self_huge_in(uintptr_t start, uintptr_t end);
+
 /* Read a whole (proc) file into a malloc'ed, NUL-terminated buffer. */
 int ht_sys_read_file(const char *path, char **buf, size_t *len);
 

@@ -16,13 +16,11 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
-#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "maps.h"
 #include "sys.h"
 
 #define HUGE (2ULL << 20)
@@ -63,20 +61,6 @@ static int text_chunks(const struct hte_elf *e, uint64_t file_len, struct chunk_
 	return out->hi > out->lo ? 0 : -1;
 }
 
-/* Bytes of our own mapping at @addr that smaps shows on huge pages. */
-static uint64_t mapped_huge(const char *addr, size_t len)
-{
-	char *buf;
-	size_t blen;
-	uint64_t huge;
-
-	if (ht_sys_read_file("/proc/self/smaps", &buf, &blen) < 0)
-		return 0;
-	huge = ht_smaps_huge_in(buf, blen, (uintptr_t)addr, (uintptr_t)addr + len);
-	free(buf);
-	return huge;
-}
-
 /*
  * Drops the cached pages of [lo, hi) and reads them again through a
  * 2 MiB-aligned MADV_HUGEPAGE mapping.  Returns the bytes that came back
@@ -106,7 +90,7 @@ static long long warm_range(int fd, uint64_t lo, uint64_t hi)
 	/* One read per 2 MiB: each fault reads a whole 2 MiB page. */
 	for (size_t off = 0; off < len; off += HUGE)
 		(void)*(volatile const char *)(at + off);
-	huge = (long long)mapped_huge(at, len);
+	huge = (long long)ht_sys_self_huge_in((uintptr_t)at, (uintptr_t)at + len);
 	munmap(base, len + HUGE);
 	return huge;
 }

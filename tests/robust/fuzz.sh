@@ -43,7 +43,7 @@ proc)
 	# project's compiler because clang rejects its table's initializer.
 	# shellcheck disable=SC2086
 	${CC:-cc} -c -O1 -fPIC $cflags "$lib/sys.c" -o "$out/sys.o" || exit 1
-	srcs="$lib/pool.c $lib/objects.c $lib/options.c $lib/report.c $lib/strings.c $out/sys.o"
+	srcs="$lib/pool.c $lib/objects.c $lib/options.c $lib/report.c $lib/strings.c $lib/maps.c $out/sys.o"
 	;;
 elf)
 	if [ ! -f "$src/tools/elfcheck.c" ]; then

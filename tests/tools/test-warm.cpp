@@ -13,9 +13,9 @@
 namespace {
 
 // A fresh copy of a test program: its page cache is its own.
-std::string copy_of(const temp_dir &d, const std::string &prog)
+std::string copy_of(const temp_dir &d, const std::string &prog, const std::string &name = "prog")
 {
-	std::string to = d / "prog";
+	std::string to = d / name;
 	std::ifstream in(build_path(prog), std::ios::binary);
 	std::ofstream out(to, std::ios::binary);
 	out << in.rdbuf();
@@ -61,13 +61,7 @@ TEST_CASE("after warm, the kernel maps the program's code huge by itself, with n
 	INFO(r.out << r.err);
 	CHECK(r.out.find("file-pmd") != std::string::npos);
 	// A copy that was not warmed, for contrast: small pages only.
-	std::string cold = d / "cold";
-	{
-		std::ifstream in(build_path("tests/bigtext-nopie"), std::ios::binary);
-		std::ofstream out(cold, std::ios::binary);
-		out << in.rdbuf();
-	}
-	chmod(cold.c_str(), 0755);
+	std::string cold = copy_of(d, "tests/bigtext-nopie", "cold");
 	small_page_cache(cold);
 	cmd = "'" + cold + "' hold 3000 > /dev/null & p=$!; sleep 1; '" + tool_path() + "' check $p; kill $p";
 	r = run_cmd({ "sh", "-c", cmd });
