@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/sysmacros.h>
 
 /* One remap at a time: the maps we read must stay true while we act on them. */
@@ -268,46 +269,111 @@ static int try_cache(const struct ht_options *opt, const struct ht_object *o,
 
 /*
  * Where the file offset and the address agree modulo 2 MiB, this kernel
- * may already map the code from 2 MiB page-cache pages with PMDs
- * (FilePmdMapped, as after `hugetext warm`): a copy would then cost memory
- * and gain nothing.  Only what is mapped so is counted: code the program
- * has not reached yet is not probed, since a file written just now (a
- * fresh build) may or may not sit in such pages and the move must not
- * depend on it.
+ * maps code from 2 MiB page-cache pages (large folios) with PMDs by itself
+ * (FilePmdMapped): after `hugetext warm`, after our own warming below, or
+ * for a file written just now.  Such pages are shared by every process and
+ * cost nothing to keep; a copy would cost memory and gain nothing.
  */
-static int kernel_maps_it_huge(const struct ht_seg_plan *p)
+static int page_cache_usable(const struct ht_options *opt, const struct ht_seg_plan *p)
 {
-	return p->file_backed && (p->span.start - p->file_off) % HT_HUGE_PAGE_SIZE == 0 &&
-	       ht_sys_self_huge_in(p->span.start, p->span.start + p->mapped) >= p->mapped;
+	return opt->page_cache && opt->mode != HT_MODE_EXPLICIT && p->file_backed &&
+	       (p->span.start - p->file_off) % HT_HUGE_PAGE_SIZE == 0;
+}
+
+/*
+ * Reads one byte of each whole 2 MiB page of code, so the kernel maps now
+ * whatever it can map huge, and asks which it did.  Returns the plan of
+ * what is left to copy in @rest, and the bytes kept; @rest is empty when
+ * nothing is (or when the kernel cannot say: a copy of all, as before).
+ */
+static size_t keep_kernel_pages(const struct ht_seg_plan *p, struct ht_seg_plan *rest)
+{
+	unsigned char huge[512];
+	size_t len = p->span.end - p->span.start;
+	size_t n = p->mapped / HT_HUGE_PAGE_SIZE, from = 0, to = len, kept = 0;
+
+	*rest = *p;
+	if (n > sizeof(huge))
+		n = sizeof(huge);
+	for (size_t i = 0; i < n; i++)
+		(void)*(volatile const char *)(p->span.start + i * HT_HUGE_PAGE_SIZE);
+	if (n && ht_sys_scan_huge_chunks(p->span.start, n, huge) == 0)
+		ht_copy_range(huge, n, len, HT_HUGE_PAGE_SIZE, &from, &to);
+	for (size_t i = 0; i < n; i++)
+		kept += (i * HT_HUGE_PAGE_SIZE < from || i * HT_HUGE_PAGE_SIZE >= to) && huge[i] ?
+			HT_HUGE_PAGE_SIZE : 0;
+	rest->span.start = p->span.start + from;
+	rest->span.end = p->span.start + to;
+	rest->file_off = p->file_off + from;
+	rest->mapped = from < to ? (p->mapped < to ? p->mapped : to) - from : 0;
+	rest->reserve_gap = p->reserve_gap && to == len;
+	return from < to ? kept : len;
+}
+
+/* File systems whose page cache holds 2 MiB pages on this kernel's read path. */
+static int keeps_huge_pages(int fd)
+{
+	struct statfs st;
+
+	return ht_sys_fstatfs(fd, &st) == 0 &&
+	       (st.f_type == 0xEF53 /* ext4 */ || st.f_type == 0x58465342 /* XFS */);
+}
+
+/*
+ * After the swap no page of the copied code's file range is mapped here:
+ * drop those cached pages (the kernel keeps any other process maps) and
+ * read them again as 2 MiB pages.  The next start of the program then
+ * finds them and keeps them, with no copy, and so does a start without
+ * us.  Costs one read of the code from the disk, once.
+ */
+static void warm_copied(const struct run *r, const struct ht_seg_plan *done, int fd,
+			struct ht_region *g)
+{
+	size_t whole = ht_round_down(done->mapped, HT_HUGE_PAGE_SIZE);
+	int64_t huge;
+
+	if (!whole || fd < 0 || budget_spent(r) || !keeps_huge_pages(fd) ||
+	    ht_sys_drop_cached(fd, done->file_off, whole) < 0)
+		return;
+	huge = ht_sys_read_huge(fd, done->file_off, whole);
+	g->warmed_bytes = huge > 0 ? (size_t)huge : 0;
 }
 
 /* Moves one planned span; the region is filled whatever happens. */
 static void move_planned(struct run *r, const struct ht_object *o, const struct ht_seg_query *q,
-			 const struct ht_seg_plan *p, struct ht_region *g)
+			 const struct ht_seg_plan *whole, struct ht_region *g)
 {
 	struct ht_options opt = *r->opt;
-	struct ht_source src = { .fd = -1, .reserve_gap = p->reserve_gap };
-	struct recheck rc = { q, p };
+	struct ht_source src = { .fd = -1 };
+	struct recheck rc = { q, whole };
+	struct ht_seg_plan rest = *whole;
+	const struct ht_seg_plan *p = whole;
+	int use_cache = page_cache_usable(&opt, whole);
 	int err;
 
 	if (ht_in_background) {
 		src.unchanged = code_unchanged;
 		src.ctx = &rc;
 	}
-	g->start = p->span.start;
-	g->end = p->span.end;
-	g->bytes = p->span.end - p->span.start;
+	g->start = whole->span.start;
+	g->end = whole->span.end;
+	g->bytes = whole->span.end - whole->span.start;
 	if (budget_spent(r)) {
 		set_outcome(r, g, HT_STATUS_SKIPPED, HT_E_BUDGET, 0);
 		return;
 	}
-	if (kernel_maps_it_huge(p)) {
-		g->huge_bytes = p->mapped;
-		set_outcome(r, g, HT_STATUS_SKIPPED, HT_E_ALREADY, 0);
-		return;
+	if (use_cache) {
+		g->kept_bytes = keep_kernel_pages(whole, &rest);
+		p = &rest;
+		if (rest.span.start == rest.span.end) {
+			g->huge_bytes = g->kept_bytes;
+			set_outcome(r, g, HT_STATUS_SKIPPED, HT_E_ALREADY, 0);
+			return;
+		}
 	}
+	src.reserve_gap = p->reserve_gap;
 	src.mapped = p->mapped;
-	if (opt.fill != 2 || opt.share) {
+	if (opt.fill != 2 || opt.share || use_cache) {
 		src.fd = open_clean_source(p);
 		src.file_off = p->file_off;
 	}
@@ -315,14 +381,21 @@ static void move_planned(struct run *r, const struct ht_object *o, const struct 
 		src.deadline_ms = r->t0 + opt.budget_ms;
 	err = opt.share ? try_cache(&opt, o, p, &src, g) : -EAGAIN;
 	if (err < 0) {
-		if (opt.fill == 2 && src.fd >= 0) {
-			ht_sys_close(src.fd);
-			src.fd = -1;
-		}
-		err = ht_move_span(&opt, p->span, &src, g);
+		struct ht_source fill = src;
+
+		/* memcpy asked for: the descriptor stays only for the warming. */
+		if (opt.fill == 2)
+			fill.fd = -1;
+		err = ht_move_span(&opt, p->span, &fill, g);
 	}
+	if (err == 0 && use_cache)
+		warm_copied(r, p, src.fd, g);
 	if (src.fd >= 0)
 		ht_sys_close(src.fd);
+	/* The region is the whole span; the verification counts what is huge in it. */
+	g->start = whole->span.start;
+	g->end = whole->span.end;
+	g->bytes = whole->span.end - whole->span.start;
 	if (err < 0)
 		set_outcome(r, g, HT_STATUS_FAILED, g->error, err);
 }
@@ -476,27 +549,34 @@ static int compile_all(struct run *r, const char *dso_bre)
 	return 0;
 }
 
-/* Replaces each moved region's huge_bytes with what smaps shows. */
+/*
+ * Replaces each moved region's huge_bytes with what the kernel shows:
+ * PAGEMAP_SCAN walks only the region; where the kernel lacks it, one read
+ * of smaps serves every region.
+ */
 static void verify(struct run *r)
 {
-	char *buf;
-	size_t len;
-	int have = 0;
+	char *smaps = NULL;
+	size_t len = 0;
 
-	for (size_t i = 0; i < r->nregs; i++)
-		have |= r->regs[i].status == HT_STATUS_OK;
-	if (!have)
-		return;
-	if (ht_sys_read_file("/proc/self/smaps", &buf, &len) < 0) {
-		for (size_t i = 0; i < r->nregs; i++)
-			if (r->regs[i].status == HT_STATUS_OK)
-				r->regs[i].huge_bytes = 0, r->regs[i].error = HT_E_PROC;
-		return;
+	for (size_t i = 0; i < r->nregs; i++) {
+		struct ht_region *g = &r->regs[i];
+		uint64_t huge;
+
+		if (g->status != HT_STATUS_OK)
+			continue;
+		if (ht_sys_scan_huge(g->start, g->end, &huge) < 0) {
+			if (!smaps && ht_sys_read_file("/proc/self/smaps", &smaps, &len) < 0) {
+				smaps = NULL;
+				g->huge_bytes = 0;
+				g->error = HT_E_PROC;
+				continue;
+			}
+			huge = ht_smaps_huge_in(smaps, len, g->start, g->end);
+		}
+		g->huge_bytes = (size_t)huge;
 	}
-	for (size_t i = 0; i < r->nregs; i++)
-		if (r->regs[i].status == HT_STATUS_OK)
-			r->regs[i].huge_bytes = ht_smaps_huge_in(buf, len, r->regs[i].start, r->regs[i].end);
-	free(buf);
+	free(smaps);
 }
 
 static void walk_objects(struct run *r)

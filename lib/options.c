@@ -17,6 +17,7 @@ void ht_options_init(struct ht_options *opt)
 		return;
 	memset(opt, 0, sizeof(*opt));
 	opt->mode = HT_MODE_AUTO;
+	opt->page_cache = 1;
 }
 
 int ht_parse_mode(const char *s, enum ht_mode *mode)
@@ -122,6 +123,7 @@ void ht_options_env(struct ht_options *opt, char *(*get)(const char *),
 	env_bool(get, "HUGETEXT_VERBOSE", &opt->verbose, notes, len);
 	env_bool(get, "HUGETEXT_SHARE", &opt->share, notes, len);
 	env_bool(get, "HUGETEXT_PERF_MAP", &opt->perf_map, notes, len);
+	env_bool(get, "HUGETEXT_PAGE_CACHE", &opt->page_cache, notes, len);
 	v = get("HUGETEXT_REPORT");
 	if (v)
 		opt->report_path = *v ? v : NULL;

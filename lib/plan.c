@@ -25,3 +25,22 @@ int ht_plan_span(uintptr_t seg_start, uintptr_t seg_end, uintptr_t limit,
 	out->end = e;
 	return 0;
 }
+
+void ht_copy_range(const unsigned char *huge, size_t n, size_t len, size_t huge_size,
+		   size_t *from, size_t *to)
+{
+	size_t pages = len / huge_size, lo = 0, hi = pages;
+
+	if (n > pages)
+		n = pages;
+	while (lo < n && huge[lo])
+		lo++;
+	/* Pages past the flagged ones are never kept. */
+	if (hi == n)
+		while (hi > lo && huge[hi - 1])
+			hi--;
+	*from = lo * huge_size;
+	*to = hi * huge_size;
+	if (lo == pages || hi <= lo)
+		*from = *to = 0;
+}

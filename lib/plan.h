@@ -26,6 +26,23 @@ struct ht_span {
 int ht_plan_span(uintptr_t seg_start, uintptr_t seg_end, uintptr_t limit,
 		 size_t huge, struct ht_span *out);
 
+/*
+ * The part of a span that still needs a copy when the kernel maps some of
+ * its huge pages from the page cache already.
+ * @huge: one flag per 2 MiB page of the span's whole pages of code, set
+ *   when the kernel maps that page huge; @n of them.
+ * @len: the span's length, a multiple of @huge_size; pages past the @n
+ *   flagged ones (a partial last page) always need the copy.
+ *
+ * One copy is swapped in at a time, so the result is one range: from the
+ * first page that is not huge to the last.  Huge pages at either end are
+ * kept; any between are copied with the rest.
+ * Returns: the range [*@from, *@to) in bytes from the span's start; empty
+ * (*@from == *@to) when the kernel maps all of it huge.
+ */
+void ht_copy_range(const unsigned char *huge, size_t n, size_t len, size_t huge_size,
+		   size_t *from, size_t *to);
+
 static inline uintptr_t ht_round_up(uintptr_t v, size_t a)
 {
 	return (v + a - 1) & ~(uintptr_t)(a - 1);

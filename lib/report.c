@@ -63,6 +63,10 @@ int ht_format_json(const struct ht_region *r, long pid, char *buf, size_t len)
 	    ht_mode_str(r->mode), r->ms, ht_status_str(r->status));
 	if (r->fill && *r->fill)
 		put(&o, ",\"fill\":\"%s\"", r->fill);
+	if (r->kept_bytes)
+		put(&o, ",\"kept_bytes\":%zu", r->kept_bytes);
+	if (r->warmed_bytes)
+		put(&o, ",\"warmed_bytes\":%zu", r->warmed_bytes);
 	if (r->cache && *r->cache)
 		put(&o, ",\"cache\":\"%s\"", r->cache);
 	if (r->cache_error && *r->cache_error) {
@@ -100,6 +104,10 @@ int ht_format_human(const struct ht_region *r, char *buf, size_t len)
 	if (r->status == HT_STATUS_OK)
 		put(&o, ", %.1f MiB on huge pages (%s%s%s)", (double)r->huge_bytes / mib,
 		    ht_mode_str(r->mode), r->fill && *r->fill ? ", " : "", r->fill ? r->fill : "");
+	if (r->kept_bytes)
+		put(&o, ", %.1f MiB kept on the page cache's 2 MiB pages", (double)r->kept_bytes / mib);
+	if (r->warmed_bytes)
+		put(&o, ", %.1f MiB read back as 2 MiB page-cache pages", (double)r->warmed_bytes / mib);
 	if (r->cache && *r->cache)
 		put(&o, ", cache %s", r->cache);
 	if (r->cache_error && *r->cache_error)

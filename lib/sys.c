@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <stdio.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -53,6 +54,11 @@ static int real_close_range(unsigned first, unsigned last, unsigned flags)
 #endif
 }
 
+static int real_ioctl(int fd, unsigned long request, void *arg)
+{
+	return ioctl(fd, request, arg);
+}
+
 static double real_clock_ms(void)
 {
 	struct timespec ts;
@@ -83,6 +89,8 @@ static double real_clock_ms(void)
 	.fstatfs = fstatfs, \
 	.mincore = mincore, \
 	.close_range = real_close_range, \
+	.ioctl = real_ioctl, \
+	.fadvise = posix_fadvise, \
 	.clock_ms = real_clock_ms, \
 }
 
@@ -367,15 +375,157 @@ int ht_sys_can_private_fds(void)
 	return ht_sys.close_range(~0U, ~0U, 0) == 0;
 }
 
-uint64_t ht_sys_self_huge_in(uintptr_t start, uintptr_t end)
+/* PAGEMAP_SCAN, from Linux 6.7's <linux/fs.h>; Debian 12's headers predate it. */
+struct ht_pm_scan_arg {
+	uint64_t size, flags, start, end, walk_end, vec, vec_len, max_pages;
+	uint64_t category_inverted, category_mask, category_anyof_mask, return_mask;
+};
+struct ht_page_region {
+	uint64_t start, end, categories;
+};
+#define HT_PAGEMAP_SCAN _IOWR('f', 16, struct ht_pm_scan_arg)
+#define HT_PAGE_IS_HUGE (1ULL << 6)
+
+/* Calls @each for every huge-page run of [@start, @end); -ENOTTY before Linux 6.7. */
+static int scan_huge(uintptr_t start, uintptr_t end,
+		     void (*each)(uint64_t lo, uint64_t hi, void *ctx), void *ctx)
+{
+	struct ht_page_region vec[32];
+	struct ht_pm_scan_arg arg;
+	int fd = ht_sys_open("/proc/self/pagemap", O_RDONLY, 0);
+	int err = 0;
+
+	if (fd < 0)
+		return fd;
+	while (start < end) {
+		long n;
+
+		memset(&arg, 0, sizeof(arg));
+		arg.size = sizeof(arg);
+		arg.start = start;
+		arg.end = end;
+		arg.vec = (uintptr_t)vec;
+		arg.vec_len = sizeof(vec) / sizeof(vec[0]);
+		arg.category_mask = HT_PAGE_IS_HUGE;
+		arg.return_mask = HT_PAGE_IS_HUGE;
+		n = ht_sys.ioctl(fd, HT_PAGEMAP_SCAN, &arg);
+		if (n < 0) {
+			err = errno == EINVAL ? -ENOTTY : neg_errno();
+			break;
+		}
+		for (long i = 0; i < n && (size_t)i < sizeof(vec) / sizeof(vec[0]); i++)
+			if (vec[i].end > vec[i].start && vec[i].start >= start && vec[i].end <= end)
+				each(vec[i].start, vec[i].end, ctx);
+		/* The walk stops before @end only when the vector is full. */
+		if (arg.walk_end <= start || arg.walk_end >= end)
+			break;
+		start = arg.walk_end;
+	}
+	ht_sys.close(fd);
+	return err;
+}
+
+static void add_bytes(uint64_t lo, uint64_t hi, void *ctx)
+{
+	*(uint64_t *)ctx += hi - lo;
+}
+
+int ht_sys_scan_huge(uintptr_t start, uintptr_t end, uint64_t *huge)
+{
+	*huge = 0;
+	return scan_huge(start, end, add_bytes, huge);
+}
+
+struct chunk_marks {
+	uintptr_t start;
+	size_t n;
+	unsigned char *huge;
+};
+
+static void mark_chunks(uint64_t lo, uint64_t hi, void *ctx)
+{
+	struct chunk_marks *m = ctx;
+	const uint64_t sz = 2u << 20;
+
+	/* Only whole 2 MiB pages count; a huge mapping covers them whole anyway. */
+	for (uint64_t at = (lo - m->start + sz - 1) / sz * sz; at + sz <= hi - m->start; at += sz)
+		if (at / sz < m->n)
+			m->huge[at / sz] = 1;
+}
+
+int ht_sys_scan_huge_chunks(uintptr_t start, size_t n, unsigned char *huge)
+{
+	struct chunk_marks m = { start, n, huge };
+
+	memset(huge, 0, n);
+	return scan_huge(start, start + n * (2u << 20), mark_chunks, &m);
+}
+
+int ht_sys_self_huge(uintptr_t start, uintptr_t end, uint64_t *huge)
 {
 	char *buf;
 	size_t len;
+	int err = ht_sys_scan_huge(start, end, huge);
+
+	if (err != -ENOTTY && err != -ENOENT)
+		return err;
+	err = ht_sys_read_file("/proc/self/smaps", &buf, &len);
+	if (err < 0)
+		return err;
+	*huge = ht_smaps_huge_in(buf, len, start, end);
+	free(buf);
+	return 0;
+}
+
+uint64_t ht_sys_self_huge_in(uintptr_t start, uintptr_t end)
+{
 	uint64_t huge;
 
-	if (ht_sys_read_file("/proc/self/smaps", &buf, &len) < 0)
-		return 0;
-	huge = ht_smaps_huge_in(buf, len, start, end);
-	free(buf);
-	return huge;
+	return ht_sys_self_huge(start, end, &huge) == 0 ? huge : 0;
+}
+
+int ht_sys_drop_cached(int fd, uint64_t off, size_t len)
+{
+	int err = ht_sys.fadvise(fd, (off_t)off, (off_t)len, POSIX_FADV_DONTNEED);
+
+	return err > 0 ? -err : err;
+}
+
+int64_t ht_sys_read_huge(int fd, uint64_t off, size_t len)
+{
+	const size_t huge_page = 2u << 20;
+	char *base, *at;
+	uint64_t huge = 0;
+	int64_t ret = 0;
+	struct stat st;
+
+	if (!len || off % huge_page || len % huge_page || len > SIZE_MAX - huge_page)
+		return -EINVAL;
+	/* Past the end of the file a read would be SIGBUS. */
+	if (ht_sys.fstat(fd, &st) != 0)
+		return neg_errno();
+	if (st.st_size < 0 || (uint64_t)st.st_size < off + len)
+		return -EINVAL;
+	/* A 2 MiB-aligned address for a 2 MiB-aligned offset: huge pages can map it. */
+	base = ht_sys.mmap(NULL, len + huge_page, PROT_NONE,
+			   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (base == MAP_FAILED)
+		return neg_errno();
+	at = (char *)(((uintptr_t)base + huge_page - 1) & ~(uintptr_t)(huge_page - 1));
+	if (ht_sys.mmap(at, len, PROT_READ, MAP_PRIVATE | MAP_FIXED, fd, (off_t)off) == MAP_FAILED ||
+	    ht_sys.madvise(at, len, MADV_HUGEPAGE) != 0) {
+		ret = neg_errno();
+		ht_sys.munmap(base, len + huge_page);
+		return ret;
+	}
+	/* Each first touch reads a whole 2 MiB page where the file system can hold one. */
+	for (size_t done = 0; done < len; done += huge_page) {
+		(void)*(volatile const char *)(at + done);
+		if (done == 0 && (ht_sys_self_huge((uintptr_t)at, (uintptr_t)at + huge_page, &huge) < 0 || !huge))
+			break;
+	}
+	if (huge && ht_sys_self_huge((uintptr_t)at, (uintptr_t)at + len, &huge) < 0)
+		huge = 0;
+	ht_sys.munmap(base, len + huge_page);
+	return (int64_t)huge;
 }

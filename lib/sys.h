@@ -41,6 +41,9 @@ struct ht_sys {
 	int (*mincore)(void *addr, size_t len, unsigned char *vec);
 	/* close_range(2), for a thread's own descriptor table */
 	int (*close_range)(unsigned first, unsigned last, unsigned flags);
+	/* PAGEMAP_SCAN on /proc/self/pagemap; posix_fadvise for the page cache */
+	int (*ioctl)(int fd, unsigned long request, void *arg);
+	int (*fadvise)(int fd, off_t off, off_t len, int advice);
 	/* the monotonic clock, in ms, so tests can make time pass */
 	double (*clock_ms)(void);
 };
@@ -88,8 +91,30 @@ int ht_sys_private_fds(int keep_stderr);
 /* True when the kernel has close_range(2) with CLOSE_RANGE_UNSHARE (5.9+). */
 int ht_sys_can_private_fds(void);
 
-/* Bytes of [@start, @end) of this process that smaps shows on huge pages; 0 if unreadable. */
+/*
+ * Bytes of [@start, @end) of this process mapped with huge pages (THP,
+ * 2 MiB page-cache pages, hugetlb) into @huge.  PAGEMAP_SCAN (Linux 6.7)
+ * walks only the range; older kernels get the whole of smaps read.
+ * Returns 0 or a negative errno when neither can be read.
+ */
+int ht_sys_self_huge(uintptr_t start, uintptr_t end, uint64_t *huge);
+/* The same, or 0 when unreadable. */
 uint64_t ht_sys_self_huge_in(uintptr_t start, uintptr_t end);
+/* The same through PAGEMAP_SCAN only: -ENOTTY on kernels before 6.7. */
+int ht_sys_scan_huge(uintptr_t start, uintptr_t end, uint64_t *huge);
+/* Sets @huge[i] when the i-th 2 MiB page from @start is mapped huge; -ENOTTY before 6.7. */
+int ht_sys_scan_huge_chunks(uintptr_t start, size_t n, unsigned char *huge);
+
+/* posix_fadvise(POSIX_FADV_DONTNEED): drops the clean, unmapped cached pages. */
+int ht_sys_drop_cached(int fd, uint64_t off, size_t len);
+/*
+ * Reads [@off, @off + @len) of @fd (both 2 MiB multiples) through a
+ * 2 MiB-aligned MADV_HUGEPAGE mapping of our own, one touch per 2 MiB, so
+ * that pages missing from the page cache come in as 2 MiB pages; stops
+ * after the first 2 MiB when that one did not.  Returns the bytes that sit
+ * in 2 MiB pages, or a negative errno.
+ */
+int64_t ht_sys_read_huge(int fd, uint64_t off, size_t len);
 
 /* Read a whole (proc) file into a malloc'ed, NUL-terminated buffer. */
 int ht_sys_read_file(const char *path, char **buf, size_t *len);

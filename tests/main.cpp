@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 
 #include <cstdio>
+#include <cstdlib>
 
 #include "helpers.hpp"
 
@@ -16,6 +17,15 @@ extern "C" __attribute__((weak)) const char *test_skip_reason(void)
 int main(int argc, char **argv)
 {
 	const char *why = test_skip_reason();
+
+	/*
+	 * Most tests check the copy.  Whether a binary built a moment ago sits
+	 * in 2 MiB page-cache pages depends on the file system, and the
+	 * preload's warming would change it from one test to the next: the
+	 * programs they start copy always, unless a test asks otherwise
+	 * (tests/test-pagecache.cpp tests the page-cache path).
+	 */
+	setenv("HUGETEXT_PAGE_CACHE", "0", 0);
 
 	if (why) {
 		std::printf("SKIP: %s\n", why);

@@ -60,6 +60,7 @@ TEST_CASE("100 range remaps while 4 threads run the code", "[api][threads]")
 	runners run(4);
 	struct ht_options opt;
 	ht_options_init(&opt);
+	opt.page_cache = 0; // the copy itself is under test
 	opt.mode = HT_MODE_THP;
 	int ok = 0;
 
@@ -168,6 +169,7 @@ TEST_CASE("a hole left by a failed mremap is filled again with the code", "[api]
 {
 	struct ht_options opt;
 	ht_options_init(&opt);
+	opt.page_cache = 0; // the copy itself is under test
 	opt.mode = HT_MODE_THP;
 	struct ht_region r;
 

@@ -51,6 +51,7 @@ static struct ht_region move(enum ht_mode mode, unsigned budget = 0)
 	struct ht_options opt;
 	struct ht_region r;
 	ht_options_init(&opt);
+	opt.page_cache = 0; // the copy itself is under test
 	opt.mode = mode;
 	opt.budget_ms = budget;
 	std::memset(&r, 0, sizeof(r));

@@ -38,6 +38,8 @@ static const char run_usage[] =
 	"  --budget-ms N   start no new work after N ms          HUGETEXT_BUDGET_MS\n"
 	"  --async         move the code in a background thread  HUGETEXT_ASYNC=1\n"
 	"                  while main() runs, off the start-up path\n"
+	"  --no-page-cache always copy; neither keep nor make the  HUGETEXT_PAGE_CACHE=0\n"
+	"                  page cache's 2 MiB pages of the code\n"
 	"  -h, --help      show this help\n"
 	"\n"
 	"RE is a POSIX extended regular expression.  An existing LD_PRELOAD is kept;\n"
@@ -168,6 +170,8 @@ static int set_option(int c, const char *arg)
 		return setenv("HUGETEXT_SHARE_DIR", arg, 1);
 	case 'a':
 		return setenv("HUGETEXT_ASYNC", "1", 1);
+	case 'P':
+		return setenv("HUGETEXT_PAGE_CACHE", "0", 1);
 	case 'b':
 		if (ht_parse_uint(arg, BUDGET_MAX_MS, &ms) < 0) {
 			hte_error("run", "--budget-ms '%s': not a number of milliseconds up to %u", arg, BUDGET_MAX_MS);
@@ -218,6 +222,7 @@ int hte_cmd_run(int argc, char **argv)
 		{ "share-dir", required_argument, NULL, 'S' },
 		{ "budget-ms", required_argument, NULL, 'b' },
 		{ "async", no_argument, NULL, 'a' },
+		{ "no-page-cache", no_argument, NULL, 'P' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};

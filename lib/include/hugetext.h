@@ -86,6 +86,15 @@ struct ht_options {
 	int perf_map;            /* nonzero: write /tmp/perf-PID.map entries */
 	int fill;                /* 0: automatic; 1: pread from the file; 2: memcpy */
 	const char *share_dir;   /* NULL, or the cache directory (on hugetlbfs) */
+	/*
+	 * Nonzero (the default): use the page cache's 2 MiB pages.  Code the
+	 * kernel already maps from them is kept, not copied; and after a
+	 * copy, the code's 2 MiB pages that no process maps any more are read
+	 * again into the page cache as 2 MiB pages (ext4, XFS), so that later
+	 * starts of the program need no copy.  Not with HT_MODE_EXPLICIT.
+	 * Zero: always copy, and leave the page cache alone.
+	 */
+	int page_cache;
 };
 
 /* The outcome for one region (one executable segment of one object). */
@@ -102,6 +111,8 @@ struct ht_region {
 	const char *fill;     /* "pread", "memcpy" or "" */
 	const char *cache;    /* with share: "hit", "miss", "refused"; else "" */
 	const char *cache_error; /* why the cache was refused, or "" */
+	size_t kept_bytes;    /* bytes left on the kernel's 2 MiB page-cache pages, not copied */
+	size_t warmed_bytes;  /* bytes read again into 2 MiB page-cache pages after the copy */
 };
 
 /**

@@ -131,6 +131,7 @@ outcome run_here(const fault_plan &plan, const scenario &sc, const std::string &
 	int fds_before = count_open_fds();
 
 	ht_options_init(&opt);
+	opt.page_cache = 0; // the copy itself is under test
 	opt.mode = sc.mode;
 	opt.report_path = report.c_str();
 	if (!sc.share_dir.empty()) {
@@ -459,6 +460,7 @@ void mount_warm_cache(const scenario &sc)
 	if (pid == 0) {
 		struct ht_options opt;
 		ht_options_init(&opt);
+		opt.page_cache = 0; // the copy itself is under test
 		opt.mode = sc.mode;
 		opt.share = 1;
 		opt.share_dir = sc.share_dir.c_str();

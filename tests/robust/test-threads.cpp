@@ -70,6 +70,7 @@ struct ht_options thp_options(enum ht_mode mode = HT_MODE_THP)
 {
 	struct ht_options opt;
 	ht_options_init(&opt);
+	opt.page_cache = 0; // the copy itself is under test
 	opt.mode = mode;
 	return opt;
 }
