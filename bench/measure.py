@@ -97,7 +97,10 @@ def run(argv, env=None, preload=False, report=True, timeout=600, cwd=None):
             if os.path.exists(rep):
                 os.unlink(rep)
             e["HUGETEXT_REPORT"] = rep
+        # Every variant copies unless it asks for the page cache (None: the default).
+        e["HUGETEXT_PAGE_CACHE"] = "0"
     e.update(env or {})
+    e = {k: v for k, v in e.items() if v is not None}
     ru = resource.getrusage(resource.RUSAGE_CHILDREN)
     t = time.perf_counter()
     p = subprocess.run(argv, env=e, capture_output=True, text=True, timeout=timeout, cwd=cwd)
@@ -114,7 +117,23 @@ def run(argv, env=None, preload=False, report=True, timeout=600, cwd=None):
     return Run(wall, p.returncode, p.stdout, p.stderr, recs, cpu)
 
 
-def check_report(r, obj_re, mode=None, need_cache=False):
+# The preload's default settings: HUGETEXT_PAGE_CACHE unset.
+DEFAULTS = {"HUGETEXT_PAGE_CACHE": None}
+
+
+def small_page_cache(path):
+    """Leaves path's page cache in 4 KiB pages: dropped, then read 4 KiB at a time."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_RANDOM)
+        while os.read(fd, 4096):
+            pass
+    finally:
+        os.close(fd)
+
+
+def check_report(r, obj_re, mode=None, need_cache=False, need_kept=False):
     """None when the report shows the object moved as asked, else the reason."""
     if r.rc != 0:
         return f"exit status {r.rc}: {r.err.strip()[-200:]}"
@@ -129,6 +148,8 @@ def check_report(r, obj_re, mode=None, need_cache=False):
         if x.get("strerror"):
             why += f" ({x['strerror']})"
         return f"{x.get('status')}: {why}"
+    if need_kept and not all(x.get("kept_bytes", 0) > 0 for x in ok):
+        return "the kernel's 2 MiB page-cache pages were not kept"
     if mode and not all(x.get("mode") == mode for x in ok):
         return f"asked for {mode}, got {ok[0].get('mode')}"
     if need_cache:
@@ -338,31 +359,41 @@ def startup():
     else:
         node = os.path.realpath(node)
         obj = re.escape(node) + "$"
+        # The copying variants start from node's code in 4 KiB page-cache
+        # pages (as on a machine up for a while) and, with
+        # HUGETEXT_PAGE_CACHE=0, leave it so.
+        small_page_cache(node)
+        copy_only = {"HUGETEXT_PAGE_CACHE": "0"}
         variants = {
             "plain": ([node, "-e", "0"], None, False),
             "preload-off": ([node, "-e", "0"], {"HUGETEXT_MODE": "off"}, True),
-            "thp": ([node, "-e", "0"], {"HUGETEXT_MODE": "thp"}, True),
+            "thp": ([node, "-e", "0"], {"HUGETEXT_MODE": "thp", **copy_only}, True),
             # The copy in a background thread while node starts; the report
             # line (written when the move is done) must still say ok.
-            "thp-async": ([node, "-e", "0"], {"HUGETEXT_MODE": "thp", "HUGETEXT_ASYNC": "1"}, True),
-            "explicit": ([node, "-e", "0"], {"HUGETEXT_MODE": "explicit"}, True),
-            "share-warm": ([node, "-e", "0"], share, True),
+            "thp-async": ([node, "-e", "0"], {"HUGETEXT_MODE": "thp", "HUGETEXT_ASYNC": "1", **copy_only}, True),
+            "explicit": ([node, "-e", "0"], {"HUGETEXT_MODE": "explicit", **copy_only}, True),
+            "share-warm": ([node, "-e", "0"], {**share, **copy_only} if share else None, True),
             "node-largepages": ([node, "--use-largepages=on", "-e", "0"], None, False),
         }
-        # A copy of node whose code `hugetext warm` put in 2 MiB page-cache
-        # pages: the kernel maps it huge by itself; the preload copies the rest.
-        warm_node = os.path.join(ARGS.bin, "node-warm")
-        tool = os.path.join(os.path.dirname(ARGS.preload), "..", "tools", "hugetext")
-        shutil.copyfile(node, warm_node)
-        os.chmod(warm_node, 0o755)
-        warm = run([tool, "warm", warm_node], report=False)
-        res["warm_output"] = (warm.out + warm.err).strip()
-        variants["page-cache-warm"] = ([warm_node, "-e", "0"], {"HUGETEXT_MODE": "thp"}, True)
-        variants["page-cache-warm-alone"] = ([warm_node, "-e", "0"], None, False)
+        # The default settings, on a copy of node (so that node itself keeps
+        # its small pages for the rows above): the first preloaded start
+        # copies and reads the code back as 2 MiB page-cache pages; the
+        # starts after it keep those and copy only the last, partial 2 MiB.
+        # The first start is timed on its own, cold each time.
+        copy = os.path.join(ARGS.bin, "node-copy")
+        shutil.copyfile(node, copy)
+        os.chmod(copy, 0o755)
+        firsts = []
+        for _ in range(3 if ARGS.quick else 7):
+            small_page_cache(copy)
+            r = run([copy, "-e", "0"], DEFAULTS, preload=True)
+            line = next((x for x in r.report if x.get("status") == "ok"), {})
+            firsts.append({"wall_ms": r.wall_ms, "ms": line.get("ms"),
+                           "warmed_bytes": line.get("warmed_bytes", 0), "rc": r.rc})
+        res["first_start"] = firsts
+        variants["default"] = ([copy, "-e", "0"], DEFAULTS, True)
+        variants["default-plain"] = ([copy, "-e", "0"], None, False)
         checks = {}
-        if warm.rc != 0:
-            checks["page-cache-warm"] = checks["page-cache-warm-alone"] = \
-                f"hugetext warm: {res['warm_output'][:200]}"
         for k, (argv, env, pre) in variants.items():
             if checks.get(k):
                 continue
@@ -374,17 +405,17 @@ def startup():
             r = run(argv, env, preload=pre)
             if k in ("thp", "explicit", "thp-async"):
                 checks[k] = check_report(r, obj, k.split("-")[0])
-            elif k == "page-cache-warm":
-                checks[k] = check_report(r, re.escape(warm_node) + "$")
-            elif k == "page-cache-warm-alone":
-                v = run([warm_node, "-e", NODE_TEXT_JS])
+            elif k == "default":
+                checks[k] = check_report(r, re.escape(copy) + "$", need_kept=True)
+            elif k == "default-plain":
+                v = run([copy, "-e", NODE_TEXT_JS])
                 try:
                     kb = json.loads(v.out.strip().splitlines()[-1])
                 except (ValueError, IndexError):
                     kb = {}
-                res["warm_text_kb"] = kb
+                res["default_plain_text_kb"] = kb
                 checks[k] = None if kb.get("filepmd", 0) > 0 else \
-                    f"the kernel mapped none of the warmed copy's code huge ({v.err.strip()[:200]})"
+                    f"the kernel mapped none of the copy's code huge ({v.err.strip()[:200]})"
             elif k == "share-warm":
                 r = run(argv, env, preload=pre)  # second run: the cache is warm now
                 checks[k] = check_report(r, obj, None, need_cache=True)
@@ -404,7 +435,7 @@ def startup():
             res["plain_text_kb"] = json.loads(v.out.strip().splitlines()[-1])
         except (ValueError, IndexError):
             pass
-        r = run([node, "-e", "0"], {"HUGETEXT_MODE": "thp"}, preload=True)
+        r = run([node, "-e", "0"], {"HUGETEXT_MODE": "thp", **copy_only}, preload=True)
         res["thp_report"] = r.report
         log(f"node start-up: {node_reps} interleaved rounds of {len(variants)} variants")
 
@@ -421,8 +452,8 @@ def startup():
                     p = check_report(r, obj, k.split("-")[0])
                     if p:
                         return None, p
-                if k == "page-cache-warm":
-                    p = check_report(r, re.escape(warm_node) + "$")
+                if k == "default":
+                    p = check_report(r, re.escape(copy) + "$", need_kept=True)
                     if p:
                         return None, p
                 if k == "share-warm":

@@ -238,7 +238,8 @@ int main(int argc, char **argv)
 	printf("sum %lu\n", bigtext_sum(7));
 	printf("fds %d\n", count_fds());
 	if (argc > 1 && strcmp(argv[1], "smaps") == 0)
-		printf("huge_kb %lu\n", huge_kb_in(bigtext_start, bigtext_end));
+		printf("huge_kb %lu\nfile_pmd_kb %lu\n", huge_kb_in(bigtext_start, bigtext_end),
+		       file_pmd_kb_in(bigtext_start, bigtext_end));
 	if (argc > 2 && strcmp(argv[1], "await") == 0) {
 		await_huge(atoi(argv[2]));
 		/* "await MS LINGER": stay a little after, for what the move does last. */

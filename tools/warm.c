@@ -17,7 +17,6 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -63,36 +62,25 @@ static int text_chunks(const struct hte_elf *e, uint64_t file_len, struct chunk_
 
 /*
  * Drops the cached pages of [lo, hi) and reads them again through a
- * 2 MiB-aligned MADV_HUGEPAGE mapping.  Returns the bytes that came back
- * as 2 MiB pages, or -1 with errno.
+ * 2 MiB-aligned MADV_HUGEPAGE mapping (the library's, which the preload
+ * uses after a copy).  Returns the bytes that came back as 2 MiB pages, or
+ * -1 with errno.
  */
 static long long warm_range(int fd, uint64_t lo, uint64_t hi)
 {
-	size_t len = (size_t)(hi - lo);
-	char *base, *at;
-	long long huge;
+	int64_t huge;
+	int err;
 
 	/* Dirty pages (a file just written) are not dropped: write them first. */
 	if (fdatasync(fd) != 0 && errno != EINVAL)
 		return -1;
-	if (posix_fadvise(fd, (off_t)lo, (off_t)len, POSIX_FADV_DONTNEED) != 0)
-		return -1;
-	/* A 2 MiB-aligned address for a 2 MiB-aligned offset: huge pages can map it. */
-	base = mmap(NULL, len + HUGE, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-	if (base == MAP_FAILED)
-		return -1;
-	at = (char *)(((uintptr_t)base + HUGE - 1) & ~(uintptr_t)(HUGE - 1));
-	if (mmap(at, len, PROT_READ, MAP_PRIVATE | MAP_FIXED, fd, (off_t)lo) == MAP_FAILED ||
-	    madvise(at, len, MADV_HUGEPAGE) != 0) {
-		munmap(base, len + HUGE);
+	err = ht_sys_drop_cached(fd, lo, (size_t)(hi - lo));
+	huge = err < 0 ? err : ht_sys_read_huge(fd, lo, (size_t)(hi - lo));
+	if (huge < 0) {
+		errno = (int)-huge;
 		return -1;
 	}
-	/* One read per 2 MiB: each fault reads a whole 2 MiB page. */
-	for (size_t off = 0; off < len; off += HUGE)
-		(void)*(volatile const char *)(at + off);
-	huge = (long long)ht_sys_self_huge_in((uintptr_t)at, (uintptr_t)at + len);
-	munmap(base, len + HUGE);
-	return huge;
+	return (long long)huge;
 }
 
 static int warm_one(const char *path)

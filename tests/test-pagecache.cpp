@@ -1,0 +1,242 @@
+// Description: the page cache's 2 MiB pages.  Code the kernel already maps
+// huge from them is kept, not copied; copied code is read back into them for
+// the next start; HUGETEXT_PAGE_CACHE=0 leaves them alone.  Also the huge
+// page count through PAGEMAP_SCAN, against smaps.
+#include <catch2/catch.hpp>
+
+#include <cerrno>
+#include <cstdint>
+#include <cstring>
+#include <fcntl.h>
+#include <string>
+#include <sys/mman.h>
+#include <unistd.h>
+#include <vector>
+
+#include "helpers.hpp"
+#include "smaps-count.h"
+
+extern "C" {
+#include "plan.h"
+#include "sys.h"
+}
+
+static const size_t MIB2 = 2u << 20;
+
+/*
+ * Whether a file in the test directory can sit in 2 MiB page-cache pages
+ * that the kernel maps huge: written, dropped, read back through an advised
+ * mapping, and counted in our own smaps.  Independent of the library.
+ */
+static bool page_cache_holds_2m()
+{
+	std::string path = temp_path("probe");
+	int fd = open(path.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	std::vector<char> buf(MIB2, 'x');
+	bool ok = fd >= 0 && write(fd, buf.data(), MIB2) == (ssize_t)MIB2 && fdatasync(fd) == 0 &&
+		  posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED) == 0;
+	char *base = ok ? (char *)mmap(nullptr, 2 * MIB2, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0)
+			: (char *)MAP_FAILED;
+	unsigned long kb = 0;
+
+	if (base != MAP_FAILED) {
+		char *at = (char *)(((uintptr_t)base + MIB2 - 1) & ~(uintptr_t)(MIB2 - 1));
+		if (mmap(at, MIB2, PROT_READ, MAP_PRIVATE | MAP_FIXED, fd, 0) != MAP_FAILED &&
+		    madvise(at, MIB2, MADV_HUGEPAGE) == 0) {
+			(void)*(volatile char *)at;
+			kb = file_pmd_kb_in(at, at + MIB2);
+		}
+		munmap(base, 2 * MIB2);
+	}
+	if (fd >= 0)
+		close(fd);
+	unlink(path.c_str());
+	return kb == MIB2 / 1024;
+}
+
+extern "C" const char *test_skip_reason(void)
+{
+	if (!thp_enabled())
+		return "transparent huge pages are disabled (enabled is never or absent)";
+	if (!page_cache_holds_2m())
+		return "this kernel or the test directory's file system keeps no 2 MiB page-cache pages";
+	return nullptr;
+}
+
+static std::string line_value(const std::string &out, const std::string &key)
+{
+	auto at = out.find(key + " ");
+	if (at == std::string::npos)
+		return "";
+	auto end = out.find('\n', at);
+	return out.substr(at + key.size() + 1, end - at - key.size() - 1);
+}
+
+static unsigned long num(report_line &l, const char *key)
+{
+	return l.count(key) ? std::stoul(l[key]) : 0;
+}
+
+// A copy of the non-PIE program (its addresses agree with its file offsets
+// modulo 2 MiB), with its page cache in 4 KiB pages as after a long uptime.
+static std::string cold_copy(const char *name)
+{
+	std::string copy = temp_path(name);
+	REQUIRE(run_cmd({ "cp", build_path("tests/bigtext-nopie"), copy }).status == 0);
+	small_page_cache(copy);
+	return copy;
+}
+
+struct one_run {
+	run_result r;
+	report_line line;
+};
+
+// One run with the preload; HUGETEXT_PAGE_CACHE as given ("" = the default).
+static one_run run_preloaded(const std::string &prog, const std::string &page_cache, const char *tag)
+{
+	std::string report = temp_path(tag);
+	std::vector<std::string> env = { "LD_PRELOAD=" + build_path("lib/libhugetext-preload.so"),
+					 "HUGETEXT_REPORT=" + report, "HUGETEXT_MODE=thp",
+					 page_cache.empty() ? "HUGETEXT_PAGE_CACHE" : "HUGETEXT_PAGE_CACHE=" + page_cache };
+	one_run o;
+	o.r = run_cmd({ prog, "smaps" }, env);
+	INFO(o.r.err);
+	REQUIRE(o.r.status == 0);
+	CHECK(o.r.err.empty());
+	for (auto &l : read_report(report))
+		if (l["start"] != "" && std::stoul(l["bytes"]) >= 16 * MIB2)
+			o.line = l;
+	REQUIRE(!o.line.empty());
+	return o;
+}
+
+TEST_CASE("copied code is read back as 2 MiB pages, and the next start keeps them", "[pagecache]")
+{
+	std::string prog = cold_copy("pc-prog");
+	run_result plain = run_cmd({ prog, "smaps" });
+	REQUIRE(plain.status == 0);
+
+	one_run first = run_preloaded(prog, "", "pc1.json");
+	unsigned long bytes = num(first.line, "bytes");
+	CHECK(first.line["status"] == "ok");
+	CHECK(num(first.line, "kept_bytes") == 0);
+	CHECK(num(first.line, "huge_bytes") == bytes);
+	unsigned long warmed = num(first.line, "warmed_bytes");
+	// Every whole 2 MiB page of code; only a partial last one would stay out.
+	CHECK(warmed % MIB2 == 0);
+	CHECK(warmed + MIB2 >= bytes);
+	CHECK(warmed <= bytes);
+	CHECK(line_value(first.r.out, "sum") == line_value(plain.out, "sum"));
+
+	// A start without the preload gets the kernel's huge pages too.
+	run_result alone = run_cmd({ prog, "smaps" });
+	REQUIRE(alone.status == 0);
+	CHECK(std::stoul(line_value(alone.out, "file_pmd_kb")) * 1024 == warmed);
+
+	one_run second = run_preloaded(prog, "", "pc2.json");
+	// All of it kept is nothing to do; a partial last page is copied.
+	if (warmed == bytes) {
+		CHECK(second.line["status"] == "skipped");
+		CHECK(second.line["error"] == "already on huge pages");
+	} else {
+		CHECK(second.line["status"] == "ok");
+	}
+	CHECK(num(second.line, "kept_bytes") == warmed);
+	CHECK(num(second.line, "warmed_bytes") == 0);
+	CHECK(num(second.line, "huge_bytes") == bytes);
+	// From the program's own smaps: the kept part is page cache, the rest a THP copy.
+	CHECK(std::stoul(line_value(second.r.out, "file_pmd_kb")) * 1024 >= warmed);
+	CHECK(std::stoul(line_value(second.r.out, "huge_kb")) * 1024 == bytes - warmed);
+	CHECK(line_value(second.r.out, "sum") == line_value(plain.out, "sum"));
+	CHECK(line_value(second.r.out, "fds") == line_value(plain.out, "fds"));
+}
+
+TEST_CASE("HUGETEXT_PAGE_CACHE=0 copies all and leaves the page cache as it was", "[pagecache]")
+{
+	std::string prog = cold_copy("pc-off");
+
+	one_run off = run_preloaded(prog, "0", "pc-off1.json");
+	unsigned long bytes = num(off.line, "bytes");
+	CHECK(off.line["status"] == "ok");
+	CHECK(num(off.line, "huge_bytes") == bytes);
+	CHECK(off.line.count("kept_bytes") == 0);
+	CHECK(off.line.count("warmed_bytes") == 0);
+	CHECK(line_value(off.r.out, "file_pmd_kb") == "0");
+
+	// The page cache is still in small pages: the next default start copies and warms.
+	one_run next = run_preloaded(prog, "", "pc-off2.json");
+	CHECK(num(next.line, "kept_bytes") == 0);
+	CHECK(num(next.line, "warmed_bytes") > 0);
+
+	// And with the pages warmed, off still copies all of it.
+	one_run again = run_preloaded(prog, "0", "pc-off3.json");
+	CHECK(again.line.count("kept_bytes") == 0);
+	CHECK(std::stoul(line_value(again.r.out, "huge_kb")) * 1024 == bytes);
+}
+
+TEST_CASE("the copy range keeps huge pages at either end only", "[pagecache][unit]")
+{
+	size_t from = 1, to = 1;
+	const unsigned char none[4] = { 0, 0, 0, 0 }, all[4] = { 1, 1, 1, 1 };
+	const unsigned char head[4] = { 1, 1, 0, 0 }, ends[4] = { 1, 0, 1, 1 }, middle[4] = { 0, 1, 1, 0 };
+
+	ht_copy_range(none, 4, 4 * MIB2, MIB2, &from, &to);
+	CHECK((from == 0 && to == 4 * MIB2));
+	ht_copy_range(all, 4, 4 * MIB2, MIB2, &from, &to);
+	CHECK(from == to);
+	// A partial last page (span longer than the flagged pages) is always copied.
+	ht_copy_range(all, 4, 5 * MIB2, MIB2, &from, &to);
+	CHECK((from == 4 * MIB2 && to == 5 * MIB2));
+	ht_copy_range(head, 4, 4 * MIB2, MIB2, &from, &to);
+	CHECK((from == 2 * MIB2 && to == 4 * MIB2));
+	ht_copy_range(ends, 4, 4 * MIB2, MIB2, &from, &to);
+	CHECK((from == MIB2 && to == 2 * MIB2));
+	// Huge pages between copied ones are copied with them: one swap.
+	ht_copy_range(middle, 4, 4 * MIB2, MIB2, &from, &to);
+	CHECK((from == 0 && to == 4 * MIB2));
+	// More flags than the span has pages: the span decides.
+	ht_copy_range(head, 4, 2 * MIB2, MIB2, &from, &to);
+	CHECK(from == to);
+}
+
+static int no_scan_ioctl(int, unsigned long, void *)
+{
+	errno = EINVAL;
+	return -1;
+}
+
+TEST_CASE("huge pages counted with PAGEMAP_SCAN match smaps, and smaps serves without it", "[pagecache]")
+{
+	size_t len = 8 * MIB2;
+	char *base = (char *)mmap(nullptr, len + MIB2, PROT_READ | PROT_WRITE,
+				  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	REQUIRE(base != MAP_FAILED);
+	char *at = (char *)(((uintptr_t)base + MIB2 - 1) & ~(uintptr_t)(MIB2 - 1));
+	REQUIRE(madvise(at, len, MADV_HUGEPAGE) == 0);
+	memset(at, 1, 2 * MIB2);        // pages 0 and 1
+	memset(at + 5 * MIB2, 1, MIB2); // page 5
+	unsigned long kb = huge_kb_in(at, at + len);
+	uint64_t scanned = 0, from_smaps = 0;
+	unsigned char chunks[8];
+
+	INFO("smaps says " << kb << " kB");
+	if (kb == 0) {
+		munmap(base, len + MIB2);
+		WARN("the kernel gave no huge page just now: not compared");
+		return;
+	}
+	REQUIRE(ht_sys_scan_huge((uintptr_t)at, (uintptr_t)at + len, &scanned) == 0);
+	CHECK(scanned == kb * 1024);
+	REQUIRE(ht_sys_scan_huge_chunks((uintptr_t)at, 8, chunks) == 0);
+	if (kb * 1024 == 3 * MIB2) {
+		const unsigned char want[8] = { 1, 1, 0, 0, 0, 1, 0, 0 };
+		CHECK(memcmp(chunks, want, 8) == 0);
+	}
+	ht_sys.ioctl = no_scan_ioctl;
+	CHECK(ht_sys_scan_huge((uintptr_t)at, (uintptr_t)at + len, &scanned) == -ENOTTY);
+	CHECK(ht_sys_self_huge((uintptr_t)at, (uintptr_t)at + len, &from_smaps) == 0);
+	ht_sys_reset();
+	CHECK(from_smaps == kb * 1024);
+	munmap(base, len + MIB2);
+}
