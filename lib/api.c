@@ -295,7 +295,8 @@ static size_t keep_kernel_pages(const struct ht_seg_plan *p, struct ht_seg_plan 
 	*rest = *p;
 	if (n > sizeof(huge))
 		n = sizeof(huge);
-	for (size_t i = 0; i < n; i++)
+	/* A program already running may have made its code unreadable: no touch then. */
+	for (size_t i = 0; i < n && !ht_in_background; i++)
 		(void)*(volatile const char *)(p->span.start + i * HT_HUGE_PAGE_SIZE);
 	if (n && ht_sys_scan_huge_chunks(p->span.start, n, huge) == 0)
 		ht_copy_range(huge, n, len, HT_HUGE_PAGE_SIZE, &from, &to);

@@ -204,6 +204,22 @@ std::vector<report_line> ok_lines(const std::vector<report_line> &lines)
 	return out;
 }
 
+// Only at the start of a line: a key inside another line's text does not count.
+std::string line_value(const std::string &out, const std::string &key)
+{
+	size_t at = 0;
+
+	while ((at = out.find(key + " ", at)) != std::string::npos) {
+		if (at == 0 || out[at - 1] == '\n') {
+			size_t end = out.find('\n', at);
+			return out.substr(at + key.size() + 1,
+					  end == std::string::npos ? std::string::npos : end - at - key.size() - 1);
+		}
+		at++;
+	}
+	return "";
+}
+
 void small_page_cache(const std::string &path)
 {
 	int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);

@@ -30,6 +30,9 @@ std::vector<report_line> read_report(const std::string &path);
 // The report lines with status ok.
 std::vector<report_line> ok_lines(const std::vector<report_line> &lines);
 
+// The value after "KEY " on its line of a test program's output, or "".
+std::string line_value(const std::string &out, const std::string &key);
+
 bool thp_enabled();
 // Leaves @path's page cache in 4 KiB pages, as a program installed long ago
 // has it.  A file just written may sit in 2 MiB page-cache pages, which this

@@ -5,46 +5,45 @@
 #include <stdio.h>
 #include <string.h>
 
-/* kB of THP and hugetlb pages in the mappings that overlap [lo, hi). */
-static inline unsigned long huge_kb_in(const void *lo, const void *hi)
+/* kB of the smaps fields named in @fields (NULL-terminated) in the mappings that overlap [lo, hi). */
+static inline unsigned long smaps_kb_in(const void *lo, const void *hi, const char *const *fields)
 {
 	FILE *f = fopen("/proc/self/smaps", "r");
-	char line[512];
+	char line[512], name[64];
 	unsigned long a, b, kb, total = 0;
 	int in = 0;
 
 	if (!f)
 		return 0;
 	while (fgets(line, sizeof(line), f)) {
-		if (sscanf(line, "%lx-%lx ", &a, &b) == 2)
+		if (sscanf(line, "%lx-%lx ", &a, &b) == 2) {
 			in = b > (unsigned long)lo && a < (unsigned long)hi;
-		else if (in && (sscanf(line, "AnonHugePages: %lu kB", &kb) == 1 ||
-				sscanf(line, "Private_Hugetlb: %lu kB", &kb) == 1 ||
-				sscanf(line, "Shared_Hugetlb: %lu kB", &kb) == 1))
-			total += kb;
+			continue;
+		}
+		if (!in || sscanf(line, "%63[^:]: %lu kB", name, &kb) != 2)
+			continue;
+		for (const char *const *n = fields; *n; n++)
+			if (strcmp(name, *n) == 0)
+				total += kb;
 	}
 	fclose(f);
 	return total;
 }
 
+/* kB of THP and hugetlb pages in the mappings that overlap [lo, hi). */
+static inline unsigned long huge_kb_in(const void *lo, const void *hi)
+{
+	static const char *const fields[] = { "AnonHugePages", "Private_Hugetlb", "Shared_Hugetlb", NULL };
+
+	return smaps_kb_in(lo, hi, fields);
+}
+
 /* kB the kernel maps with PMDs from 2 MiB page-cache pages in [lo, hi). */
 static inline unsigned long file_pmd_kb_in(const void *lo, const void *hi)
 {
-	FILE *f = fopen("/proc/self/smaps", "r");
-	char line[512];
-	unsigned long a, b, kb, total = 0;
-	int in = 0;
+	static const char *const fields[] = { "FilePmdMapped", NULL };
 
-	if (!f)
-		return 0;
-	while (fgets(line, sizeof(line), f)) {
-		if (sscanf(line, "%lx-%lx ", &a, &b) == 2)
-			in = b > (unsigned long)lo && a < (unsigned long)hi;
-		else if (in && sscanf(line, "FilePmdMapped: %lu kB", &kb) == 1)
-			total += kb;
-	}
-	fclose(f);
-	return total;
+	return smaps_kb_in(lo, hi, fields);
 }
 
 #endif

@@ -63,15 +63,6 @@ extern "C" const char *test_skip_reason(void)
 	return nullptr;
 }
 
-static std::string line_value(const std::string &out, const std::string &key)
-{
-	auto at = out.find(key + " ");
-	if (at == std::string::npos)
-		return "";
-	auto end = out.find('\n', at);
-	return out.substr(at + key.size() + 1, end - at - key.size() - 1);
-}
-
 static unsigned long num(report_line &l, const char *key)
 {
 	return l.count(key) ? std::stoul(l[key]) : 0;

@@ -22,15 +22,6 @@ extern "C" const char *test_skip_reason(void)
 
 static const std::string preload() { return build_path("lib/libhugetext-preload.so"); }
 
-static std::string line_value(const std::string &out, const std::string &key)
-{
-	auto at = out.find(key + " ");
-	if (at == std::string::npos)
-		return "";
-	auto end = out.find('\n', at);
-	return out.substr(at + key.size() + 1, end - at - key.size() - 1);
-}
-
 static void check_moved(const std::string &prog)
 {
 	std::string report = temp_path("report.json");

@@ -160,21 +160,6 @@ std::vector<std::string> no_sanitizer_threads()
 	return { std::string("ASAN_OPTIONS=") + (opts && *opts ? std::string(opts) + ":" : "") + "detect_leaks=0" };
 }
 
-std::string line_value(const std::string &out, const std::string &key)
-{
-	size_t at = 0;
-
-	while ((at = out.find(key + " ", at)) != std::string::npos) {
-		if (at == 0 || out[at - 1] == '\n') {
-			size_t end = out.find('\n', at);
-			return out.substr(at + key.size() + 1,
-					  end == std::string::npos ? std::string::npos : end - at - key.size() - 1);
-		}
-		at++;
-	}
-	return "";
-}
-
 static bool parse_range(const std::string &line, uintptr_t *lo, uintptr_t *hi)
 {
 	unsigned long a, b;

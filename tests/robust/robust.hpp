@@ -40,8 +40,6 @@ std::string ld_preload_hugetext();
 // Empty otherwise.
 std::vector<std::string> no_sanitizer_threads();
 
-// A "key value" line of the test programs' output ("sum 123").
-std::string line_value(const std::string &out, const std::string &key);
 
 // A report file read strictly: every line must be one flat JSON object
 // (string values unescaped).  Lines that are not are counted in *bad.
