@@ -121,6 +121,15 @@ def run(argv, env=None, preload=False, report=True, timeout=600, cwd=None):
 DEFAULTS = {"HUGETEXT_PAGE_CACHE": None}
 
 
+def node_text_kb(argv):
+    """kB of node's code on huge pages by kind (anon, hugetlb, filepmd), from its own smaps."""
+    v = run(argv + ["-e", NODE_TEXT_JS])
+    try:
+        return json.loads(v.out.strip().splitlines()[-1])
+    except (ValueError, IndexError):
+        return {"stderr": v.err.strip()[:200]}
+
+
 def small_page_cache(path):
     """Leaves path's page cache in 4 KiB pages: dropped, then read 4 KiB at a time."""
     fd = os.open(path, os.O_RDONLY)
@@ -393,6 +402,19 @@ def startup():
         res["first_start"] = firsts
         variants["default"] = ([copy, "-e", "0"], DEFAULTS, True)
         variants["default-plain"] = ([copy, "-e", "0"], None, False)
+
+        def report_problem(k, r):
+            """None when run r of variant k did what the variant is for, else the reason."""
+            if r.rc != 0:
+                return f"exit status {r.rc}"
+            if k in ("thp", "explicit", "thp-async"):
+                return check_report(r, obj, k.split("-")[0])
+            if k == "default":
+                return check_report(r, re.escape(copy) + "$", need_kept=True)
+            if k == "share-warm":
+                return check_report(r, obj, None, need_cache=True)
+            return None
+
         checks = {}
         for k, (argv, env, pre) in variants.items():
             if checks.get(k):
@@ -403,38 +425,18 @@ def startup():
             if k == "explicit":
                 ensure_pool(32)
             r = run(argv, env, preload=pre)
-            if k in ("thp", "explicit", "thp-async"):
-                checks[k] = check_report(r, obj, k.split("-")[0])
-            elif k == "default":
-                checks[k] = check_report(r, re.escape(copy) + "$", need_kept=True)
-            elif k == "default-plain":
-                v = run([copy, "-e", NODE_TEXT_JS])
-                try:
-                    kb = json.loads(v.out.strip().splitlines()[-1])
-                except (ValueError, IndexError):
-                    kb = {}
-                res["default_plain_text_kb"] = kb
-                checks[k] = None if kb.get("filepmd", 0) > 0 else \
-                    f"the kernel mapped none of the copy's code huge ({v.err.strip()[:200]})"
-            elif k == "share-warm":
+            if k == "share-warm":
                 r = run(argv, env, preload=pre)  # second run: the cache is warm now
-                checks[k] = check_report(r, obj, None, need_cache=True)
+            checks[k] = report_problem(k, r)
+            if k == "default-plain":
+                kb = res["default_plain_text_kb"] = node_text_kb([copy])
+                checks[k] = checks[k] or (None if kb.get("filepmd", 0) > 0 else
+                                          f"the kernel mapped none of the copy's code huge ({kb.get('stderr', '')})")
             elif k == "node-largepages":
-                v = run([node, "--use-largepages=on", "-e", NODE_TEXT_JS])
-                try:
-                    kb = json.loads(v.out.strip().splitlines()[-1])
-                except (ValueError, IndexError):
-                    kb = {}
-                res["node_largepages_text_kb"] = kb
-                checks[k] = None if kb.get("anon", 0) > 0 else \
-                    f"node --use-largepages=on left no code on huge pages ({v.err.strip()[:200]})"
-            else:
-                checks[k] = None if r.rc == 0 else f"exit status {r.rc}"
-        v = run([node, "-e", NODE_TEXT_JS])
-        try:
-            res["plain_text_kb"] = json.loads(v.out.strip().splitlines()[-1])
-        except (ValueError, IndexError):
-            pass
+                kb = res["node_largepages_text_kb"] = node_text_kb([node, "--use-largepages=on"])
+                checks[k] = checks[k] or (None if kb.get("anon", 0) > 0 else
+                                          f"node --use-largepages=on left no code on huge pages ({kb.get('stderr', '')})")
+        res["plain_text_kb"] = node_text_kb([node])
         r = run([node, "-e", "0"], {"HUGETEXT_MODE": "thp", **copy_only}, preload=True)
         res["thp_report"] = r.report
         log(f"node start-up: {node_reps} interleaved rounds of {len(variants)} variants")
@@ -446,20 +448,9 @@ def startup():
                 if k == "explicit":
                     ensure_pool(32)
                 r = run(argv, env, preload=pre)
-                if r.rc != 0:
-                    return None, f"exit status {r.rc}"
-                if k in ("thp", "explicit", "thp-async"):
-                    p = check_report(r, obj, k.split("-")[0])
-                    if p:
-                        return None, p
-                if k == "default":
-                    p = check_report(r, re.escape(copy) + "$", need_kept=True)
-                    if p:
-                        return None, p
-                if k == "share-warm":
-                    p = check_report(r, obj, None, need_cache=True)
-                    if p:
-                        return None, p
+                p = report_problem(k, r)
+                if p:
+                    return None, p
                 return r.times(), None
             return f
         ok = {k: thunk(k) for k in variants if not checks.get(k)}
