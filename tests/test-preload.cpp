@@ -283,8 +283,11 @@ TEST_CASE("with HUGETEXT_ASYNC=1, a program with its own malloc gets the move be
 	check_async_report(report);
 	CHECK(line_value(r.out, "huge_kb") != "0");
 	// The same program with glibc's malloc is moved in the background: nothing yet at main().
+	// The kernel may map the file's 2 MiB page-cache pages huge by itself (a warm page
+	// cache): what counts is that main() sees no more than a start without us.
+	run_result plain = run_cmd({ build_path("tests/bigtext-pie"), "smaps" });
 	r = run_cmd({ build_path("tests/bigtext-pie"), "smaps" }, async_env(temp_path("async-malloc2.json")));
-	CHECK(line_value(r.out, "huge_kb") == "0");
+	CHECK(line_value(r.out, "huge_kb") == line_value(plain.out, "huge_kb"));
 }
 
 TEST_CASE("with HUGETEXT_ASYNC=1, a relative report path is where the program started",
