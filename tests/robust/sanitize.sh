@@ -41,7 +41,9 @@ export HT_SANITIZER_PRELOAD="$asan"
 export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:halt_on_error=1:abort_on_error=1:print_summary=1:detect_stack_use_after_return=1:verify_asan_link_order=0}"
 export UBSAN_OPTIONS="${UBSAN_OPTIONS:-halt_on_error=1:abort_on_error=1:print_stacktrace=1:print_summary=1}"
 
-meson test -C "$dir" --print-errorlogs "$@"
+# The sanitizers make every test several times slower; the time limits
+# are set for the plain build.
+meson test -C "$dir" --print-errorlogs --timeout-multiplier 3 "$@"
 rc=$?
 end=$(date +%s)
 echo "sanitize: build $((built - start)) s, tests $((end - built)) s, exit $rc"
