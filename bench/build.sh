@@ -9,6 +9,8 @@
 #                             runs on 4 KiB pages until hugetext moves it
 #   BUILD/bench/bt-N-2m       the same, relinked with 2 MiB segment alignment
 #   BUILD/bench/bt-N-lh       bt-N-2m linked with libhugetlbfs (when installed)
+#   BUILD/bench/time-runs     times short programs, variants interleaved
+#   BUILD/bench/libempty-preload.so  a preload with nothing in it
 # Usage: bench/build.sh [BUILD] [SIZES...]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -56,6 +58,14 @@ newer() { # target is newer than every source
 	for s in "$@"; do [ "$s" -nt "$t" ] && return 1; done
 	return 0
 }
+
+# The small-program timer and the empty preload (section "small").
+if ! newer "$OUT/time-runs" bench/time-runs.c bench/build.sh; then
+	$CC -O2 -Wall -Wextra -o "$OUT/time-runs" bench/time-runs.c
+fi
+if ! newer "$OUT/libempty-preload.so" bench/empty-preload.c bench/build.sh; then
+	$CC -O2 -Wall -shared -fPIC -o "$OUT/libempty-preload.so" bench/empty-preload.c
+fi
 
 for mib in $SIZES; do
 	read -r -a chain <<<"$(chain_for "$mib")"

@@ -19,11 +19,13 @@ import shutil
 import time
 
 from sections.common import ARGS, NOTES, TMP, log, pool_pages, read, sh
+from sections.clang import clang
 from sections.itlb import itlb
 from sections.machine import machine
 from sections.memory import memory
 from sections.real import realwork
 from sections.remap import remap_cost
+from sections.small import small
 from sections.startup import startup
 
 
@@ -35,7 +37,7 @@ def main():
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--share-dir", default="")
     ap.add_argument("--htlb-dir", default="")
-    ap.add_argument("--only", default="", help="comma list: remap,startup,itlb,memory,real")
+    ap.add_argument("--only", default="", help="comma list: remap,startup,itlb,memory,real,small,clang")
     ap.parse_args(namespace=ARGS)
     ARGS.preload = os.path.abspath(ARGS.preload)
     ARGS.pool_set = pool_pages()
@@ -52,7 +54,7 @@ def main():
     ARGS.perf_itlb = results["machine"]["perf_itlb"]
     only = set(filter(None, ARGS.only.split(",")))
     steps = [("remap", remap_cost), ("startup", startup), ("itlb", itlb), ("memory", memory),
-             ("real", realwork)]
+             ("real", realwork), ("small", small), ("clang", clang)]
     if os.path.exists(ARGS.out) and only:
         with open(ARGS.out) as f:
             old = json.load(f)

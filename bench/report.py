@@ -455,8 +455,180 @@ else:
         SUMMARY.append((f"{label}, hugetext explicit / plain", rfmt(re_, 3), "report (below 1 = faster)", "-"))
     w()
 
-# ------------------------------------------------------------------ 6. counters
-w("## 6. iTLB miss counters")
+# ------------------------------------------------------------------ 6. small programs
+def small_cell(x, plain):
+    """A variant's median wall time, with its difference and ratio to plain."""
+    if not ok(x):
+        return na(x)
+    c = f"{x['median']:.3f} [{x['q1']:.3f}–{x['q3']:.3f}]"
+    if ok(plain) and x is not plain:
+        c += f" ({x['median'] - plain['median']:+.3f} ms, {x['median'] / plain['median']:.2f}x)"
+    return c
+
+
+def did_text(d):
+    """What the preload did in the checked runs: how often code was moved, and how long that took."""
+    if not d:
+        return "not checked"
+    t = f"moved code in {d['moved_runs']} of {d['runs']} starts"
+    if ok(d.get("move_ms")):
+        t += f" ({d['move_ms']['median']:.2f} ms each)"
+    st = ", ".join(f"{k}: {v}" for k, v in sorted(d.get("statuses", {}).items()))
+    return t + (f"; report lines: {st}" if st else "; no report line")
+
+
+def section_small(sm):
+    w("## 6. Programs with nothing to move")
+    w()
+    if not sm or "na" in sm:
+        w(na(sm))
+        w()
+        return
+    g = sm.get("goal", {})
+    w(f"What the preload costs programs that have no code worth moving (issue 14). `bench/run.sh --only small` "
+      f"times each program {sm.get('rounds')} times per variant with `bench/time-runs` (posix_spawn to wait4, "
+      "stdout to /dev/null; the variants interleaved, the order shuffled each round, after one untimed round): "
+      "plain; with `LD_PRELOAD` of an empty shared library (the floor of loading any preload); with hugetext's "
+      "preload on its default settings; and with `HUGETEXT_MATCH=.` (every library a candidate). Wall time "
+      "in ms, **median [quartiles]**, then the difference and the ratio to plain. The goal per row: at most "
+      f"{g.get('ms', 0.05)} ms or {(g.get('ratio', 1.02) - 1) * 100:.0f}% more than plain, whichever is larger.")
+    w()
+    w("| program | plain | empty preload | hugetext, default | hugetext, `HUGETEXT_MATCH=.` | goal met? |")
+    w("|---|---|---|---|---|---|")
+    progs = sm.get("programs", {})
+    for label in sm.get("order", list(progs)):
+        row = progs.get(label, {"na": "not measured"})
+        if "na" in row:
+            w(f"| `{label}` | {na(row)} | | | | |")
+            continue
+        p = row.get("plain")
+        cells = [small_cell(row.get(k), p) for k in ("plain", "empty-preload", "default", "match-all")]
+        verdicts = []
+        for k, name in (("default", "default"), ("match-all", "MATCH=.")):
+            gl = (row.get(k) or {}).get("goal")
+            if not gl:
+                verdicts.append(f"{name}: n/a")
+                continue
+            vd = "met" if gl["met"] else "**missed**"
+            verdicts.append(f"{name}: {vd} (limit {gl['limit_ms']:.3f} ms)")
+            SUMMARY.append((f"`{label}`, preload {name} − plain", f"{gl['diff_ms']:+.3f} ms ({gl['ratio']:.3f}x)",
+                            f"≤ {gl['limit_ms']:.3f} ms", "meets goal" if gl["met"] else "misses goal"))
+        w(f"| `{label}` | " + " | ".join(cells) + " | " + "; ".join(verdicts) + " |")
+    w()
+    w("Where the time goes: **loading** is the empty preload against plain (ld.so opens, maps and "
+      "relocates one more library); **hugetext's own work** is the default preload against the empty one "
+      "(its larger library and its constructor: settings, /proc reads, the decision); `MATCH=.` adds the "
+      "examination of every library. CPU time is the child's user+sys.")
+    w()
+    w("| program | loading (ms) | hugetext's own work (ms) | `MATCH=.` on top (ms) | CPU: plain / default (ms) | "
+      "what the preload did (default) | (`MATCH=.`) |")
+    w("|---|---|---|---|---|---|---|")
+    for label in sm.get("order", list(progs)):
+        row = progs.get(label, {})
+        if "na" in row:
+            continue
+        p, e, d, a = (row.get(k) for k in ("plain", "empty-preload", "default", "match-all"))
+
+        def diff(x, y):
+            return f"{x['median'] - y['median']:+.3f}" if ok(x) and ok(y) else "n/a"
+        cpu = f"{alt(p)['median']:.3f} / {alt(d)['median']:.3f}" if ok(alt(p)) and ok(alt(d)) else "n/a"
+        did = row.get("did", {})
+        w(f"| `{label}` | {diff(e, p)} | {diff(d, e)} | {diff(a, d)} | {cpu} | {did_text(did.get('default'))} | "
+          f"{did_text(did.get('match-all'))} |")
+    w()
+
+
+# ------------------------------------------------------------------ 7. clang
+CLANG_LABELS = {
+    "plain": "plain, libraries in 4 KiB page-cache pages",
+    "first": "default settings, first start (copies, reads back)",
+    "steady": "default settings, steady state (keeps the kernel's 2 MiB pages)",
+    "copy": "copy path (`HUGETEXT_MODE=thp HUGETEXT_PAGE_CACHE=0`)",
+    "explicit": "explicit pages (`HUGETEXT_MODE=explicit HUGETEXT_PAGE_CACHE=0`)",
+    "share": "shared cache, warm (`HUGETEXT_SHARE=1 HUGETEXT_PAGE_CACHE=0`)",
+}
+
+
+def claimed(k, rep):
+    """What the last timed run's report showed, per library, in MiB."""
+    if k == "plain" or not rep:
+        return ""
+    parts = []
+    for lib, d in sorted(rep.items()):
+        mib = 1048576
+        t = f"{lib.split('.so')[0]}: {d['huge'] / mib:.0f} MiB huge"
+        if d.get("kept"):
+            t += f", kept {d['kept'] / mib:.0f}"
+        t += f", copied {d['copied'] / mib:.0f}"
+        if d.get("warmed"):
+            t += f", read back {d['warmed'] / mib:.0f}"
+        if d.get("cache"):
+            t += f", cache {'/'.join(d['cache'])}"
+        if d.get("mode"):
+            t += f" ({'/'.join(d['mode'])})"
+        parts.append(t + f", {d.get('ms', 0):.0f} ms")
+    return "; ".join(parts)
+
+
+def section_clang(cl):
+    w("## 7. clang compiling LLVM's headers")
+    w()
+    if not cl or "na" in cl:
+        w(na(cl))
+        w()
+        return
+    rows = cl.get("rows", {})
+    n = max((v.get("n", 0) for v in rows.values() if ok(v)), default=0)
+    w(f"Issue 13's workload, `bench/run.sh --only clang`: clang 14 `-cc1 ... -O2 -emit-obj` (the command "
+      f"line `clang++-14 -###` gives) on one translation unit that includes {len(cl.get('headers', []))} of "
+      f"LLVM 14's headers, preprocessed once ({cl.get('tu_bytes', 0) / 1e6:.1f} MB), with "
+      f"`HUGETEXT_MATCH='{cl.get('match')}'` ({cl.get('code_mib')} MiB of code in the two libraries). "
+      "clang runs from copies of its binary and libraries, one tree per page-cache state, so that one row's "
+      "page cache cannot help another's: plain, the copy path, explicit pages and the shared cache run on "
+      "libraries kept in 4 KiB page-cache pages; the first start has its tree's page cache made small "
+      "before each run; the steady state's tree was read back as 2 MiB pages by one start before the rounds. "
+      f"{n} interleaved rounds; seconds, median [min–max]; speed-up = plain's median / the row's (above 1: "
+      "faster). Every run's report must show what its row claims (first start: copied and read back; "
+      "steady state: kept, nothing copied; copy and explicit: copied, in that mode; shared cache: a hit), "
+      "or the run does not count and the row says why.")
+    w()
+    w("| variant | wall s | speed-up | CPU s (user+sys) | CPU speed-up | goal | what the last run's report showed |")
+    w("|---|---|---|---|---|---|---|")
+    plain = rows.get("plain")
+    for k in cl.get("order", list(rows)):
+        v = rows.get(k, {"na": "not measured"})
+        r, rc = ratio(plain, v), ratio(alt(plain), alt(v))
+        goal = ""
+        if k == "steady":
+            goal = f"≥ 1.05x: {verdict(r, 1.0, 1.05, higher_better=True)}"
+        elif k == "first":
+            cp = rows.get("copy")
+            goal = ("no more wall time than the copy path: " +
+                    ("n/a" if not (ok(v) and ok(cp)) else "met" if v["median"] <= cp["median"] else "**missed**"))
+        elif k != "plain":
+            goal = "never below 1.00x: " + ("n/a" if r is None else "met" if r >= 1.0 else "**missed**")
+        if k != "plain":
+            SUMMARY.append((f"clang -O2, {CLANG_LABELS.get(k, k)}, speed-up", rfmt(r, 3),
+                            goal.split(":")[0], goal.split(": ")[-1] if goal else "-"))
+        w(f"| {CLANG_LABELS.get(k, k)} | {fmt(v, nd=2)} | **{rfmt(r, 3)}** | {fmt(alt(v), nd=2)} | {rfmt(rc, 3)} | "
+          f"{goal} | {claimed(k, (cl.get('last_report') or {}).get(k))} |")
+        pr = v.get("problems") if isinstance(v, dict) else None
+        if pr:
+            w(f"| | {v.get('failed_runs', 0)} run(s) did not count: {pr[0]} | | | | | |")
+    w()
+    w("The command of each run (`clang` from the row's tree):")
+    w()
+    w("```")
+    w(" ".join(cl.get("cc1", [])))
+    w("```")
+    w()
+
+
+section_small(R.get("small", {}))
+section_clang(R.get("clang", {}))
+
+# ------------------------------------------------------------------ 8. counters
+w("## 8. iTLB miss counters")
 w()
 if m.get("perf_itlb"):
     w("`perf stat -e iTLB-load-misses` works here; the counts are in section 3.")
@@ -531,6 +703,8 @@ w("apt-get update && apt-get install -y meson ninja-build pkg-config libelf-dev 
 w("bench/run.sh            # everything, 7-12 min here; installs its own extra Debian packages")
 w("bench/run.sh --quick    # fewer rounds, a few minutes")
 w("bench/run.sh --only itlb,startup   # some steps, merged into the last results")
+w("bench/run.sh --only small          # programs with nothing to move (section 6)")
+w("bench/run.sh --only clang          # clang compiling LLVM's headers (section 7)")
 w("bench/run.sh --report-only         # redo this page and the plots from the last results")
 w("```")
 w()
@@ -592,6 +766,15 @@ def summary_of(res):
         v = (res.get("real") or {}).get(key) or {}
         out[f"{label}, hugetext THP / plain"] = rfmt(ratio(v.get("thp"), v.get("plain")), 3)
         out[f"{label}, hugetext explicit / plain"] = rfmt(ratio(v.get("explicit"), v.get("plain")), 3)
+    for label, row in ((res.get("small") or {}).get("programs") or {}).items():
+        for k, name in (("default", "default"), ("match-all", "MATCH=.")):
+            gl = (row.get(k) or {}).get("goal") if isinstance(row, dict) else None
+            if gl:
+                out[f"`{label}`, preload {name} − plain"] = f"{gl['diff_ms']:+.3f} ms ({gl['ratio']:.3f}x)"
+    rows_ = (res.get("clang") or {}).get("rows") or {}
+    for k, lab in CLANG_LABELS.items():
+        if k != "plain":
+            out[f"clang -O2, {lab}, speed-up"] = rfmt(ratio(rows_.get("plain"), rows_.get(k)), 3)
     return out
 
 

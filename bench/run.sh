@@ -2,10 +2,12 @@
 # The hugetext benchmark: builds what it needs, measures everything side by
 # side on this machine, and writes docs/benchmarks.md and docs/plots/*.png.
 #
-#   bench/run.sh                 the full run (7-12 minutes on the 2-core VM)
+#   bench/run.sh                 the full run (13-20 minutes on the 2-core VM)
 #   bench/run.sh --quick         fewer rounds and smaller inputs (a few minutes)
-#   bench/run.sh --only LIST     only some steps (remap,startup,itlb,memory,real),
-#                                merged into the last results
+#   bench/run.sh --only LIST     only some steps, merged into the last results:
+#                                remap, startup, itlb, memory, real,
+#                                small (programs with nothing to move),
+#                                clang (clang 14 compiling LLVM's headers)
 #   bench/run.sh --report-only   redo the report from the last results
 #
 # Run it from the repository root, as root (it sizes the hugetlb pool and
@@ -24,7 +26,7 @@ while [ $# -gt 0 ]; do
 	--quick) MODE=(--quick) ;;
 	--only) ONLY=$2; shift ;;
 	--report-only) REPORT_ONLY=1 ;;
-	-h|--help) sed -n '2,14p' "$0"; exit 0 ;;
+	-h|--help) sed -n '2,16p' "$0"; exit 0 ;;
 	*) echo "unknown argument: $1" >&2; exit 2 ;;
 	esac
 	shift
@@ -40,7 +42,7 @@ if [ $REPORT_ONLY = 0 ]; then
 
 	say "packages"
 	pkgs=(meson ninja-build pkg-config gcc g++ libelf-dev python3 python3-matplotlib
-	      libhugetlbfs-bin libhugetlbfs-dev binutils)
+	      libhugetlbfs-bin libhugetlbfs-dev binutils git clang-14 llvm-14-dev)
 	command -v node >/dev/null || pkgs+=(nodejs)
 	command -v rustc >/dev/null || pkgs+=(rustc)
 	command -v perf >/dev/null || pkgs+=(linux-perf)

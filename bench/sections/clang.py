@@ -1,0 +1,243 @@
+"""Section 7: clang 14 compiling LLVM 14's own headers at -O2 (issue 13's workload).
+
+One translation unit that includes a fixed list of LLVM's headers is
+preprocessed once; each run is the `clang -cc1 ... -O2 -emit-obj` that the
+driver would start for it, with HUGETEXT_MATCH='libLLVM|libclang-cpp' (the
+two libraries hold nearly all of clang's code).  clang runs from copies of
+its binary and libraries (bin/ and lib/, the libraries found through
+LD_LIBRARY_PATH, which a first check confirms), one tree per page-cache
+state:
+
+  cold    its libraries' page cache kept in 4 KiB pages: plain, the copy
+          path, explicit pages, the shared cache
+  first   page cache made small before each run: the default settings'
+          first start (copies the code, reads it back as 2 MiB pages)
+  steady  read back as 2 MiB pages by one start before the rounds: the
+          default settings' steady state (keeps the kernel's pages)
+
+Every run's report must show what its row claims, or the run is invalid.
+"""
+import os
+import shlex
+import shutil
+
+from .common import ARGS, ensure_pool, exec_bytes, interleave, log, run, sh, small_page_cache
+
+LLVM = "/usr/lib/llvm-14"
+CLANGXX = "clang++-14"
+MATCH = "libLLVM|libclang-cpp"
+LIBS = ("libLLVM-14.so.1", "libclang-cpp.so.14")
+# About 4.9 MB once preprocessed (--quick too: any few of them make most of it).
+HEADERS = [
+    "llvm/IR/IRBuilder.h", "llvm/IR/Module.h", "llvm/IR/PassManager.h", "llvm/Passes/PassBuilder.h",
+    "llvm/Analysis/ScalarEvolution.h", "llvm/CodeGen/MachineFunction.h", "llvm/CodeGen/SelectionDAG.h",
+    "llvm/Transforms/Utils/Cloning.h", "llvm/Support/CommandLine.h", "llvm/ADT/DenseMap.h",
+    "llvm/ADT/SmallVector.h", "llvm/ADT/StringMap.h",
+]
+# (tree, settings, preload, what the report must show); None settings: the defaults.
+ROWS = {
+    "plain": ("cold", None, False),
+    "first": ("first", {"HUGETEXT_PAGE_CACHE": None}, True),
+    "steady": ("steady", {"HUGETEXT_PAGE_CACHE": None}, True),
+    "copy": ("cold", {"HUGETEXT_MODE": "thp", "HUGETEXT_PAGE_CACHE": "0"}, True),
+    "explicit": ("cold", {"HUGETEXT_MODE": "explicit", "HUGETEXT_PAGE_CACHE": "0"}, True),
+    "share": ("cold", {"HUGETEXT_SHARE": "1", "HUGETEXT_PAGE_CACHE": "0"}, True),
+}
+POOL = 200  # 2 MiB pages: the explicit copy (about 75) and the shared cache's (as many)
+
+
+def make_tree(root):
+    """bin/clang and lib/ with copies of the two libraries (copied once); the libraries' paths."""
+    pairs = [(f"{LLVM}/bin/clang", os.path.join(root, "bin", "clang"))] + \
+        [(f"{LLVM}/lib/{x}", os.path.join(root, "lib", x)) for x in LIBS]
+    for src, dst in pairs:
+        src = os.path.realpath(src)
+        os.makedirs(os.path.dirname(dst), exist_ok=True)
+        if not os.path.exists(dst) or os.path.getsize(dst) != os.path.getsize(src):
+            shutil.copyfile(src, dst + ".tmp")
+            os.chmod(dst + ".tmp", 0o755)
+            os.rename(dst + ".tmp", dst)
+    return [dst for _src, dst in pairs[1:]]
+
+
+def translation_unit(work):
+    """The preprocessed translation unit, and the -cc1 command line the driver makes for it."""
+    src, ii = os.path.join(work, "llvm-headers.cpp"), os.path.join(work, "llvm-headers.ii")
+    with open(src, "w") as f:
+        f.write("".join(f'#include "{h}"\n' for h in HEADERS))
+    flags = shlex.split(sh(f"{LLVM}/bin/llvm-config --cxxflags"))
+    r = run([CLANGXX] + flags + ["-E", src, "-o", ii])
+    if r.rc != 0:
+        return None, None, f"clang++-14 -E failed: {r.err.strip()[-200:]}"
+    lang = [x for x in flags if x.startswith(("-std=", "-f"))]
+    r = run([CLANGXX, "-###"] + lang + ["-O2", "-c", ii, "-o", os.path.join(work, "llvm-headers.o")], cwd=work)
+    cc1 = [shlex.split(x) for x in r.err.splitlines() if '"-cc1"' in x]
+    if not cc1:
+        return None, None, f"no -cc1 line in clang++-14 -###: {r.err.strip()[-200:]}"
+    return ii, cc1[0], None
+
+
+def regions(r, libdir):
+    """Per library of the tree in libdir: what the report says was done to its code."""
+    out = {}
+    for x in r.report:
+        lib = next((n for n in LIBS if x.get("object") == os.path.join(libdir, n)), None)
+        if not lib:
+            continue
+        d = out.setdefault(lib, {"status": [], "mode": set(), "huge": 0, "kept": 0, "copied": 0,
+                                 "warmed": 0, "cache": set(), "ms": 0.0})
+        d["status"].append(x.get("status") + (f" ({x['error']})" if x.get("error") else ""))
+        d["huge"] += x.get("huge_bytes", 0)
+        d["kept"] += x.get("kept_bytes", 0)
+        if x.get("status") == "ok":
+            d["mode"].add(x.get("mode"))
+            if x.get("cache") != "hit":  # a hit maps the cache's copy: nothing copied here
+                d["copied"] += max(0, x.get("huge_bytes", 0) - x.get("kept_bytes", 0))
+        d["warmed"] += x.get("warmed_bytes", 0)
+        if x.get("cache"):
+            d["cache"].add(x["cache"])
+        d["ms"] += x.get("ms", 0.0)
+    return out
+
+
+def claim_problem(k, d):
+    """None when one library's report shows what row k claims, else the reason."""
+    failed = [s for s in d["status"] if s.startswith("failed")]
+    if failed:
+        return failed[0]
+    if k == "first" and not (d["copied"] > 0 and d["warmed"] > 0):
+        return f"first start: copied {d['copied']} bytes, read back {d['warmed']} (both must be > 0)"
+    if k == "steady" and not (d["kept"] > 0 and d["copied"] == 0):
+        return f"steady state: kept {d['kept']} bytes, copied {d['copied']} (kept > 0, nothing copied)"
+    if k in ("copy", "explicit") and not d["copied"] > 0:
+        return f"nothing copied ({', '.join(d['status'])})"
+    if k == "copy" and d["mode"] != {"thp"}:
+        return f"copy path: mode {sorted(d['mode'])}, not thp"
+    if k == "explicit" and d["mode"] != {"explicit"}:
+        return f"explicit pages: mode {sorted(d['mode'])}"
+    if k == "share" and d["cache"] != {"hit"}:
+        return f"shared cache: {sorted(d['cache']) or 'no cache key'}, not hit"
+    return None
+
+
+def report_problem(k, r, libdir):
+    """None when run r of row k did what the row is for, else the reason."""
+    if r.rc != 0:
+        return f"exit status {r.rc}: {r.err.strip()[-200:]}"
+    if k == "plain":
+        return None
+    got = regions(r, libdir)
+    for lib in LIBS:
+        if lib not in got:
+            return f"no report line for {lib}"
+        why = claim_problem(k, got[lib])
+        if why:
+            return f"{lib}: {why}"
+    return None
+
+
+def summary(r, libdir):
+    """What one run's report says, for the results (sets made lists)."""
+    return {lib: {k: sorted(v) if isinstance(v, set) else v for k, v in d.items()}
+            for lib, d in regions(r, libdir).items()}
+
+
+def tree_env(root, settings):
+    return dict(settings, LD_LIBRARY_PATH=os.path.join(root, "lib"))
+
+
+def loads_tree(root):
+    """None when the tree's clang loads the tree's own libraries, else the reason."""
+    r = run([os.path.join(root, "bin", "clang")], tree_env(root, {"LD_TRACE_LOADED_OBJECTS": "1"}))
+    missing = [x for x in LIBS if os.path.join(root, "lib", x) not in r.out]
+    return f"{root}/bin/clang does not load its tree's {', '.join(missing)}" if missing else None
+
+
+def clang():
+    if not os.path.exists(f"{LLVM}/bin/clang") or not shutil.which(CLANGXX):
+        return {"na": "clang 14 is not installed (Debian: clang-14)"}
+    reps = 3 if ARGS.quick else 7
+    work = os.path.realpath(os.path.join(ARGS.bin, "clang"))
+    os.makedirs(work, exist_ok=True)
+    trees = {t: make_tree(os.path.join(work, t)) for t in ("cold", "first", "steady")}
+    for t in trees:
+        why = loads_tree(os.path.join(work, t))
+        if why:
+            return {"na": why}
+    ii, cc1, why = translation_unit(work)
+    if why:
+        return {"na": why}
+    res = {"tu_bytes": os.path.getsize(ii), "headers": HEADERS,
+           "cc1": [os.path.basename(cc1[0])] + cc1[1:], "match": MATCH,
+           "code_mib": round(sum(exec_bytes(p) for p in trees["cold"]) / 1048576, 1)}
+    share = {"HUGETEXT_SHARE_DIR": ARGS.share_dir} if ARGS.share_dir else None
+
+    def argv(k):
+        return [os.path.join(work, ROWS[k][0], "bin", "clang")] + cc1[1:]
+
+    def env(k):
+        s = tree_env(os.path.join(work, ROWS[k][0]), ROWS[k][1] or {})
+        if ROWS[k][2]:
+            s["HUGETEXT_MATCH"] = MATCH
+        if k == "share":
+            s.update(share or {})
+        return s
+
+    def prepare(k):
+        """The page-cache state row k starts from."""
+        if k in ("plain", "first"):
+            for lib in trees[ROWS[k][0]]:
+                small_page_cache(lib)
+        if k in ("explicit", "share"):
+            ensure_pool(POOL)
+
+    def libdir(k):
+        return os.path.join(work, ROWS[k][0], "lib")
+
+    def once(k):
+        prepare(k)
+        return run(argv(k), env(k), preload=ROWS[k][2], cwd=work)
+
+    for lib in trees["cold"] + trees["steady"]:
+        small_page_cache(lib)
+    checks, seen, starts = {}, {}, {}
+    for k in ROWS:
+        if k == "share" and not share:
+            checks[k] = "no hugetlbfs mount for the shared cache"
+            continue
+        # The steady state and the warm cache need earlier starts: the first
+        # reads the code back (fills the cache); one that still copied some
+        # 2 MiB (a page the read-back did not get whole) reads that back too.
+        for n in range(1, 5 if k in ("steady", "share") else 2):
+            r = once(k)
+            checks[k] = report_problem(k, r, libdir(k))
+            if n > 1 and not checks[k]:
+                break
+        starts[k] = n
+        seen[k] = summary(r, libdir(k))
+        log(f"clang {k}: {r.wall_ms / 1e3:.2f} s, {checks[k] or 'as claimed'} (start {n})")
+    res["first_check"] = seen
+    res["check_starts"] = starts
+    # The first check of the copy rows left the cold tree as it was; make sure.
+    for lib in trees["cold"]:
+        small_page_cache(lib)
+    log(f"clang -cc1 -O2 of {res['tu_bytes'] / 1e6:.1f} MB: {reps} interleaved rounds")
+    last = {}
+
+    def thunk(k):
+        def f():
+            r = once(k)
+            why = report_problem(k, r, libdir(k))
+            last[k] = summary(r, libdir(k))
+            if why:
+                return None, why
+            return {"wall": r.wall_ms / 1e3, "cpu": r.cpu_ms / 1e3}, None
+        return f
+    res["rows"] = interleave({k: thunk(k) for k in ROWS if not checks.get(k)}, reps, None, "clang")
+    for k, why in checks.items():
+        if why:
+            res["rows"][k] = {"na": why}
+    res["last_report"] = last
+    res["order"] = list(ROWS)
+    return res
+
