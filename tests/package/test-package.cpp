@@ -1,0 +1,343 @@
+// The Debian packages: built from a copy of the source tree with
+// dpkg-buildpackage, unpacked with dpkg -x into a throw-away root, their
+// file lists and control data checked, the service unit verified, and a
+// consumer built against the unpacked hugetext.pc and run.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+// run_prog: in robust.hpp, or helpers.hpp once moved (robust.hpp includes it).
+#include "../robust/robust.hpp"
+
+namespace fs = std::filesystem;
+
+static const char *const packages[] = { "libhugetext0", "libhugetext-dev", "hugetext" };
+
+// What ends up in the packages' environment must not come from meson test.
+static const std::vector<std::string> clean_env = {
+	"LD_PRELOAD", "LD_LIBRARY_PATH", "DESTDIR", "MESONINTROSPECT", "PKG_CONFIG_PATH",
+	"PKG_CONFIG_LIBDIR", "PKG_CONFIG_SYSROOT_DIR", "CFLAGS", "LDFLAGS",
+};
+
+static std::string trim(const std::string &s)
+{
+	size_t b = s.find_first_not_of(" \t\n"), e = s.find_last_not_of(" \t\n");
+	return b == std::string::npos ? "" : s.substr(b, e - b + 1);
+}
+
+static std::string query(const std::vector<std::string> &argv)
+{
+	prog_opts o;
+	o.cwd = source_path("");
+	prog_result r = run_prog(argv, o);
+	return r.status == 0 ? trim(r.out) : "";
+}
+
+extern "C" const char *test_skip_reason(void)
+{
+	static std::string why;
+
+	for (const char *p : { "dpkg-buildpackage", "dpkg-deb", "dpkg-architecture", "dh" })
+		if (!have_program(p))
+			return (why = std::string(p) + " is missing: apt-get install dpkg-dev debhelper").c_str();
+	if (!file_exists(source_path("debian/control")))
+		return "the source tree has no debian/";
+	prog_opts o;
+	o.cwd = source_path("");
+	prog_result r = run_prog({ "dpkg-checkbuilddeps" }, o);
+	if (r.status != 0)
+		return (why = "the build dependencies are missing: " + trim(r.err)).c_str();
+	return nullptr;
+}
+
+// The packages, built once for all the cases; removed at exit.
+struct built {
+	std::string dir;       // holds src/, the .debs, the roots
+	std::string version;   // 0.1.0-1
+	std::string arch;      // amd64
+	std::string multiarch; // x86_64-linux-gnu
+	std::string root;      // every package unpacked together
+	std::string log;       // dpkg-buildpackage's output
+	int status = -1;
+
+	built();
+	~built() { if (!dir.empty()) fs::remove_all(dir); }
+	std::string deb(const std::string &pkg) const
+	{
+		return dir + "/" + pkg + "_" + version + "_" + arch + ".deb";
+	}
+	std::string pkg_root(const std::string &pkg) const { return dir + "/root-" + pkg; }
+	std::string libdir() const { return "usr/lib/" + multiarch; }
+};
+
+// The working tree as meson sees it (git's tracked and unignored files, or
+// everything but build directories), so the build never writes into it.
+static int copy_source(const std::string &to)
+{
+	std::string src = source_path("");
+	std::string cmd = "mkdir -p '" + to + "' && cd '" + src + "' && "
+		"if [ -d .git ] && command -v git >/dev/null; then "
+		"git ls-files -co --exclude-standard -z | tar --null -T - -cf -; "
+		"else tar --exclude=./.git --exclude='./build*' --exclude='./obj-*' -cf - .; fi"
+		" | tar -xf - -C '" + to + "'";
+	return run_prog({ "sh", "-c", cmd }).status;
+}
+
+built::built()
+{
+	char tmpl[] = "/tmp/hugetext-package-XXXXXX";
+	if (!mkdtemp(tmpl))
+		return;
+	dir = tmpl;
+	version = query({ "dpkg-parsechangelog", "-S", "Version" });
+	arch = query({ "dpkg-architecture", "-qDEB_HOST_ARCH" });
+	multiarch = query({ "dpkg-architecture", "-qDEB_HOST_MULTIARCH" });
+	if (copy_source(dir + "/src") != 0)
+		return;
+
+	prog_opts o = {};
+	o.cwd = dir + "/src";
+	o.env = clean_env;
+	o.env.push_back("DEB_BUILD_OPTIONS=nocheck parallel=" +
+			std::to_string(std::max(1u, std::thread::hardware_concurrency())));
+	o.timeout_s = 1500;
+	prog_result r = run_prog({ "dpkg-buildpackage", "-us", "-uc", "-b" }, o);
+	status = r.status;
+	log = r.out + r.err;
+	if (status != 0)
+		return;
+
+	root = dir + "/root";
+	for (const char *p : packages) {
+		run_prog({ "dpkg", "-x", deb(p), pkg_root(p) });
+		run_prog({ "dpkg", "-x", deb(p), root });
+	}
+}
+
+static const built &packages_built()
+{
+	static built b;
+
+	if (b.status != 0) {
+		size_t cut = b.log.size() > 6000 ? b.log.size() - 6000 : 0;
+		INFO("dpkg-buildpackage exited " << b.status << "; the end of its output:\n"
+		     << b.log.substr(cut));
+		REQUIRE(b.status == 0);
+	}
+	return b;
+}
+
+// Every file and symbolic link under @root ("path" or "path -> target").
+static std::set<std::string> file_list(const std::string &root)
+{
+	std::set<std::string> out;
+
+	for (auto &e : fs::recursive_directory_iterator(root)) {
+		std::string rel = e.path().string().substr(root.size() + 1);
+		if (e.is_symlink())
+			out.insert(rel + " -> " + fs::read_symlink(e.path()).string());
+		else if (!e.is_directory())
+			out.insert(rel);
+	}
+	return out;
+}
+
+static std::string joined(const std::set<std::string> &s)
+{
+	std::string out;
+	for (auto &x : s)
+		out += "  " + x + "\n";
+	return out;
+}
+
+TEST_CASE("each package holds exactly the files it should")
+{
+	const built &b = packages_built();
+	const std::string lib = b.libdir();
+	const std::string full = "libhugetext.so." + b.version.substr(0, b.version.find('-'));
+	auto doc = [](const std::string &p) {
+		return std::set<std::string>{ "usr/share/doc/" + p + "/changelog.Debian.gz",
+					      "usr/share/doc/" + p + "/copyright" };
+	};
+	std::map<std::string, std::set<std::string>> want = {
+		{ "libhugetext0", {
+			lib + "/libhugetext-preload.so",
+			lib + "/" + full,
+			lib + "/libhugetext.so.0 -> " + full,
+			"usr/share/lintian/overrides/libhugetext0",
+		} },
+		{ "libhugetext-dev", {
+			"usr/include/hugetext.h",
+			"usr/include/large_page.h",
+			lib + "/libhugetext.so -> libhugetext.so.0",
+			lib + "/pkgconfig/hugetext.pc",
+			"usr/share/man/man3/hugetext.3.gz",
+			"usr/share/man/man3/large_page.3.gz",
+		} },
+		{ "hugetext", {
+			"etc/hugetext.conf",
+			"lib/systemd/system/hugetext-setup.service",
+			"usr/bin/hugetext",
+			"usr/share/man/man1/hugetext.1.gz",
+			"usr/share/man/man7/hugetext.7.gz",
+		} },
+	};
+	for (const char *p : packages) {
+		want[p].merge(doc(p));
+		std::set<std::string> got = file_list(b.pkg_root(p));
+		INFO(p << " holds:\n" << joined(got) << "expected:\n" << joined(want[p]));
+		CHECK(got == want[p]);
+	}
+}
+
+TEST_CASE("the packages depend on each other by exact version")
+{
+	const built &b = packages_built();
+	const std::string exact = "libhugetext0 (= " + b.version + ")";
+
+	for (const char *p : { "libhugetext-dev", "hugetext" }) {
+		std::string dep = query({ "dpkg-deb", "-f", b.deb(p), "Depends" });
+		INFO(p << " Depends: " << dep);
+		CHECK(dep.find(exact) != std::string::npos);
+	}
+}
+
+TEST_CASE("the policy file is a conffile that sets nothing")
+{
+	const built &b = packages_built();
+
+	CHECK(query({ "dpkg-deb", "-I", b.deb("hugetext"), "conffiles" }) == "/etc/hugetext.conf");
+	std::istringstream conf(read_file(b.root + "/etc/hugetext.conf"));
+	std::string line;
+	int lines = 0;
+	while (std::getline(conf, line)) {
+		line = trim(line);
+		INFO("line: " << line);
+		CHECK((line.empty() || line[0] == '#'));
+		lines++;
+	}
+	CHECK(lines > 10); // the keys are documented there
+}
+
+TEST_CASE("the service is enabled on install but not started")
+{
+	const built &b = packages_built();
+	std::string postinst = query({ "dpkg-deb", "-I", b.deb("hugetext"), "postinst" });
+
+	INFO(postinst);
+	CHECK(postinst.find("deb-systemd-helper enable 'hugetext-setup.service'") != std::string::npos);
+	// --no-start: installing reserves no memory and mounts nothing.
+	CHECK(postinst.find("deb-systemd-invoke") == std::string::npos);
+}
+
+TEST_CASE("systemd-analyze verify finds nothing wrong with the unit")
+{
+	const built &b = packages_built();
+	const std::string unit = "/lib/systemd/system/hugetext-setup.service";
+
+	if (!have_program("systemd-analyze")) {
+		WARN("systemd-analyze is missing (apt-get install systemd): the unit is not verified");
+		return;
+	}
+	CHECK(read_file(b.root + unit).find("ExecStart=/usr/bin/hugetext setup\n") != std::string::npos);
+	// The command and the man pages it names are looked up in the root.
+	std::vector<std::string> argv = { "systemd-analyze", "--root=" + b.root, "verify", unit };
+	prog_opts o;
+	o.env = { "MANPATH=" + b.root + "/usr/share/man" };
+	if (!have_program("man"))
+		argv.insert(argv.begin() + 1, "--man=no");
+	prog_result r = run_prog(argv, o);
+	INFO(r.out << r.err);
+	CHECK(r.status == 0);
+	CHECK(r.out + r.err == "");
+}
+
+TEST_CASE("a program builds against the unpacked hugetext.pc, links and runs")
+{
+	const built &b = packages_built();
+	const std::string libdir = b.root + "/" + b.libdir();
+	const std::string c = b.dir + "/consumer.c", exe = b.dir + "/consumer";
+
+	std::ofstream(c) <<
+		"#define _GNU_SOURCE\n"
+		"#include <dlfcn.h>\n"
+		"#include <stdio.h>\n"
+		"#include <hugetext.h>\n"
+		"#include <large_page.h>\n"
+		"int main(void)\n"
+		"{\n"
+		"\tDl_info info;\n"
+		"\tif (!dladdr((void *)ht_version, &info))\n"
+		"\t\treturn 1;\n"
+		"\tprintf(\"version %s\\nfrom %s\\nstatus %s\\n\", ht_version(), info.dli_fname,\n"
+		"\t       MAP_STATUS_STR_SHORT(map_ok));\n"
+		"\treturn 0;\n"
+		"}\n";
+	prog_opts pc;
+	pc.env = clean_env;
+	pc.env.insert(pc.env.end(), { "PKG_CONFIG_LIBDIR=" + libdir + "/pkgconfig",
+				      "PKG_CONFIG_SYSROOT_DIR=" + b.root,
+				      // -I and -L into the root even for /usr.
+				      "PKG_CONFIG_ALLOW_SYSTEM_CFLAGS=1",
+				      "PKG_CONFIG_ALLOW_SYSTEM_LIBS=1" });
+	prog_result flags = run_prog({ "pkg-config", "--cflags", "--libs", "hugetext" }, pc);
+	INFO("pkg-config: " << flags.out << flags.err);
+	REQUIRE(flags.status == 0);
+	CHECK(flags.out.find("-I" + b.root + "/usr/include") != std::string::npos);
+	CHECK(flags.out.find("-L" + libdir) != std::string::npos);
+
+	prog_result cc = run_prog({ "sh", "-c", "cc -o '" + exe + "' '" + c + "' " + trim(flags.out) }, pc);
+	INFO("cc: " << cc.out << cc.err);
+	REQUIRE(cc.status == 0);
+
+	prog_opts run;
+	run.env = { "LD_LIBRARY_PATH=" + libdir };
+	prog_result r = run_prog({ exe }, run);
+	INFO("consumer: " << r.out << r.err);
+	REQUIRE(r.status == 0);
+	CHECK(line_value(r.out, "version") == HT_VERSION_STRING);
+	CHECK(line_value(r.out, "from") == libdir + "/libhugetext.so.0");
+	CHECK(!line_value(r.out, "status").empty());
+}
+
+TEST_CASE("the packaged command runs and finds the packaged preload")
+{
+	const built &b = packages_built();
+	const std::string hugetext = b.root + "/usr/bin/hugetext";
+
+	prog_result v = run_prog({ hugetext, "--version" });
+	CHECK(v.status == 0);
+	CHECK(trim(v.out) == std::string("hugetext ") + HT_VERSION_STRING);
+
+	// bindir/../lib/MULTIARCH: found next to the command, in the root.
+	prog_result r = run_prog({ hugetext, "run", "--", "sh", "-c", "printf '%s' \"$LD_PRELOAD\"" });
+	INFO(r.out << r.err);
+	CHECK(r.status == 0);
+	CHECK(r.out == b.root + "/" + b.libdir() + "/libhugetext-preload.so");
+}
+
+TEST_CASE("lintian reports no errors")
+{
+	const built &b = packages_built();
+
+	if (!have_program("lintian")) {
+		WARN("lintian is missing (apt-get install lintian): the packages are not checked");
+		return;
+	}
+	std::string changes = b.dir + "/hugetext_" + b.version + "_" + b.arch + ".changes";
+	prog_opts o;
+	o.timeout_s = 600;
+	prog_result r = run_prog({ "lintian", "--fail-on", "error", changes }, o);
+	INFO("lintian:\n" << r.out << r.err);
+	CHECK(r.status == 0);
+	CHECK(("\n" + r.out).find("\nE: ") == std::string::npos);
+}
