@@ -87,7 +87,7 @@ static int copy_source(const std::string &to)
 	std::string cmd = "mkdir -p '" + to + "' && cd '" + src + "' && "
 		"if [ -d .git ] && command -v git >/dev/null; then "
 		"git ls-files -co --exclude-standard -z | tar --null -T - -cf -; "
-		"else tar --exclude=./.git --exclude='./build*' --exclude='./obj-*' -cf - .; fi"
+		"else tar --exclude=./.git --exclude='./build*' --exclude='./obj-*' --exclude=./debian/build -cf - .; fi"
 		" | tar -xf - -C '" + to + "'";
 	return run_prog({ "sh", "-c", cmd }).status;
 }
