@@ -443,7 +443,7 @@ static void do_segment(struct run *r, const struct ht_object *o, int i)
 
 static int matches(const regex_t *re, const char *s)
 {
-	return regexec(re, s, 0, NULL, 0) == 0;
+	return ht_regexec(re, s, 0, NULL, 0) == 0;
 }
 
 /* The path the maps give for the object's first executable segment. */
@@ -535,7 +535,7 @@ static int compile(struct run *r, regex_t *re, int *has, const char *pat, int fl
 {
 	if (!pat)
 		return 0;
-	if (regcomp(re, pat, flags | REG_NOSUB) != 0)
+	if (ht_regcomp(re, pat, flags | REG_NOSUB) != 0)
 		return run_failed(r, HT_E_BAD_REGEX, -EINVAL, pat);
 	*has = 1;
 	return 0;
@@ -626,11 +626,11 @@ static void finish(struct run *r, struct ht_region *out, size_t max, size_t *cou
 	if (count)
 		*count = r->nregs;
 	if (r->has_match)
-		regfree(&r->match);
+		ht_regfree(&r->match);
 	if (r->has_ignore)
-		regfree(&r->ignore);
+		ht_regfree(&r->ignore);
 	if (r->has_dso)
-		regfree(&r->dso);
+		ht_regfree(&r->dso);
 	free(r->regs);
 	free(r->maps);
 }

@@ -71,7 +71,7 @@ static int check_dir(int fd, struct ht_region *r)
 
 	if (ht_sys_fstat(fd, &st) < 0 || ht_sys_fstatfs(fd, &sfs) < 0)
 		return refuse(r, "cannot stat the cache directory", -EIO);
-	why = ht_cache_distrust(&st, geteuid(), 1);
+	why = ht_cache_distrust(&st, ht_geteuid(), 1);
 	if (why)
 		return refuse(r, why, -EPERM);
 	if ((unsigned long)sfs.f_type != HT_HUGETLBFS_MAGIC || (size_t)sfs.f_bsize != HT_HUGE_PAGE_SIZE)
@@ -97,7 +97,7 @@ static int open_default_dir(struct ht_region *r)
 	mfd = ht_sys_open(mnt, O_RDONLY | O_DIRECTORY, 0);
 	if (mfd < 0)
 		return refuse(r, "cannot open the hugetlbfs mount", mfd);
-	snprintf(name, sizeof(name), "hugetext-%u", (unsigned)geteuid());
+	snprintf(name, sizeof(name), "hugetext-%u", (unsigned)ht_geteuid());
 	err = ht_sys_mkdirat(mfd, name, 0700);
 	fd = err == 0 || err == -EEXIST ? ht_sys_openat(mfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW, 0) : err;
 	ht_sys_close(mfd);
@@ -158,7 +158,7 @@ static int open_entry(int dirfd, const char *name)
 	char link[300];
 	int fd, err;
 
-	snprintf(link, sizeof(link), "%s.tmp.%ld.link", name, (long)getpid());
+	snprintf(link, sizeof(link), "%s.tmp.%ld.link", name, (long)ht_getpid());
 	err = ht_sys_linkat(dirfd, name, link);
 	if (err == -EEXIST) {
 		ht_sys_unlinkat(dirfd, link);
@@ -186,7 +186,7 @@ static int map_entry(int dirfd, const char *name, struct ht_span span, size_t ma
 		return fd == -ENOENT ? fd : refuse(r, "cannot open the cache entry", fd);
 	/* fstat on the descriptor we map, never on the path: no swap in between. */
 	err = ht_sys_fstat(fd, &st);
-	why = err < 0 ? "cannot stat the cache entry" : ht_cache_distrust(&st, geteuid(), 0);
+	why = err < 0 ? "cannot stat the cache entry" : ht_cache_distrust(&st, ht_geteuid(), 0);
 	if (!why && (uint64_t)st.st_size != len)
 		why = "cache entry has the wrong size (truncated?)";
 	if (!why && (err = ht_sys_map_file(fd, len, PROT_READ | PROT_EXEC, 0, &p)) < 0)
@@ -214,7 +214,7 @@ static int fill_entry(const struct ht_options *opt, int dirfd, const char *name,
 
 	if (avail < 0 || (size_t)avail < len / HT_HUGE_PAGE_SIZE)
 		return refuse(r, "too few free pages in the explicit pool for the cache", -ENOMEM);
-	snprintf(tmp, sizeof(tmp), "%s.tmp.%ld", name, (long)getpid());
+	snprintf(tmp, sizeof(tmp), "%s.tmp.%ld", name, (long)ht_getpid());
 	fd = ht_sys_openat(dirfd, tmp, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW, 0600);
 	if (fd < 0)
 		return refuse(r, "cannot create a cache entry", fd);

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* Settings: defaults, parsing and the environment. */
 #include "internal.h"
+#include "sys.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -152,6 +153,6 @@ int ht_options_from_env(struct ht_options *opt)
 {
 	if (!opt)
 		return -EINVAL;
-	ht_options_env(opt, secure_getenv, NULL, 0);
+	ht_options_env(opt, ht_secure_getenv, NULL, 0);
 	return 0;
 }

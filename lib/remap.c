@@ -161,7 +161,7 @@ static int fill_in_two(struct piece *lo, struct piece *hi)
 		fill_piece(hi);
 		return lo->err < 0 ? lo->err : hi->err;
 	}
-	sigfillset(&all);
+	ht_libc()->sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
 	made = pthread_create(&th, NULL, fill_piece, hi) == 0;
 	pthread_sigmask(SIG_SETMASK, &old, NULL);

@@ -139,7 +139,7 @@ void ht_report_emit(const struct ht_options *opt, const struct ht_region *r)
 	int n;
 
 	if (opt->report_path) {
-		n = ht_format_json(r, (long)getpid(), line, sizeof(line));
+		n = ht_format_json(r, (long)ht_getpid(), line, sizeof(line));
 		if (n > 0)
 			append_line(opt->report_path, line, (size_t)n);
 	}

@@ -3,8 +3,12 @@
 #include "sys.h"
 #include "maps.h"
 
+#include <dlfcn.h>
+#include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <link.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <stdio.h>
@@ -23,19 +27,209 @@
 /* Ask for 2 MiB pages even where the default huge page size is 1 GiB. */
 #define HT_MAP_HUGE_2MB (21 << MAP_HUGE_SHIFT)
 
-static void *real_mremap(void *old, size_t old_len, size_t new_len, int flags, void *new_addr)
+/*
+ * glibc's own functions.  A name the library calls binds, like any other
+ * name, to the first definition in the global scope: the program's when it
+ * exports one (gpg exports its own regcomp() with a bigger regex_t, patch
+ * its own renameat2()).  So every call of ours that a program could define
+ * with another meaning is looked up here instead, once, in libc's own
+ * scope: the system calls, the functions whose types libc defines
+ * (regex_t, sigset_t), and secure_getenv().  What stays bound by name, and
+ * why, is in docs/failure-model.md ("What the library calls"), and
+ * tests/test-libc.cpp checks the list against the built libraries.
+ */
+#if defined(_FILE_OFFSET_BITS) && _FILE_OFFSET_BITS == 64
+#define LFS(name) #name "64" /* the names <fcntl.h> and co. link to */
+#else
+#define LFS(name) #name
+#endif
+
+#define HT_LIBC_FUNCS(X) \
+	X(mmap, LFS(mmap)) X(munmap, "munmap") X(mremap, "mremap") X(madvise, "madvise") \
+	X(mprotect, "mprotect") X(mincore, "mincore") \
+	X(open, LFS(open)) X(openat, LFS(openat)) X(read, "read") X(pread, LFS(pread)) \
+	X(write, "write") X(close, "close") X(fstat, LFS(fstat)) X(fstatfs, LFS(fstatfs)) \
+	X(ftruncate, LFS(ftruncate)) X(posix_fadvise, LFS(posix_fadvise)) X(ioctl, "ioctl") \
+	X(mkdirat, "mkdirat") X(renameat2, "renameat2") X(unlinkat, "unlinkat") \
+	X(linkat, "linkat") X(readlink, "readlink") X(getcwd, "getcwd") \
+	X(syscall, "syscall") X(clock_gettime, "clock_gettime") X(nanosleep, "nanosleep") \
+	X(getpid, "getpid") X(geteuid, "geteuid") X(secure_getenv, "secure_getenv") \
+	X(sigfillset, "sigfillset") \
+	X(regcomp, "regcomp") X(regexec, "regexec") X(regfree, "regfree")
+
+static struct ht_libc libc_fns;
+static pthread_once_t libc_once = PTHREAD_ONCE_INIT;
+
+/*
+ * Where an object's dynamic symbol tables are.  glibc rewrites the
+ * addresses in a library's own .dynamic to absolute ones (not where that
+ * section is read-only): a value inside the object is taken as is, any
+ * other is relative to the load bias.
+ */
+static const void *dyn_ptr(ElfW(Addr) v, uintptr_t base, uintptr_t lo, uintptr_t hi)
 {
-	return mremap(old, old_len, new_len, flags, new_addr);
+	return (const void *)(v >= lo && v < hi ? v : v + base);
+}
+
+struct found_object {
+	const char *want;         /* the file name to find, e.g. "libc.so.6" */
+	char *path;
+	size_t path_len;
+	struct ht_dynsyms *syms;
+	int ok;
+};
+
+static void read_dynamic(const struct dl_phdr_info *info, struct ht_dynsyms *d)
+{
+	uintptr_t lo = UINTPTR_MAX, hi = 0;
+	const ElfW(Dyn) *dyn = NULL;
+
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+
+		if (ph->p_type == PT_DYNAMIC)
+			dyn = (const ElfW(Dyn) *)(info->dlpi_addr + ph->p_vaddr);
+		if (ph->p_type == PT_LOAD && info->dlpi_addr + ph->p_vaddr < lo)
+			lo = info->dlpi_addr + ph->p_vaddr;
+		if (ph->p_type == PT_LOAD && info->dlpi_addr + ph->p_vaddr + ph->p_memsz > hi)
+			hi = info->dlpi_addr + ph->p_vaddr + ph->p_memsz;
+	}
+	memset(d, 0, sizeof(*d));
+	d->base = info->dlpi_addr;
+	for (; dyn && dyn->d_tag != DT_NULL; dyn++) {
+		const void *p = dyn_ptr(dyn->d_un.d_ptr, info->dlpi_addr, lo, hi);
+
+		if (dyn->d_tag == DT_GNU_HASH)
+			d->gnu_hash = p;
+		else if (dyn->d_tag == DT_SYMTAB)
+			d->symtab = p;
+		else if (dyn->d_tag == DT_STRTAB)
+			d->strtab = p;
+		else if (dyn->d_tag == DT_VERSYM)
+			d->versym = p;
+	}
+}
+
+static int find_object_cb(struct dl_phdr_info *info, size_t size, void *ctx)
+{
+	struct found_object *f = ctx;
+	const char *slash = info->dlpi_name ? strrchr(info->dlpi_name, '/') : NULL;
+
+	(void)size;
+	if (!slash || strcmp(slash + 1, f->want) != 0 || strlen(info->dlpi_name) >= f->path_len)
+		return 0;
+	strcpy(f->path, info->dlpi_name);
+	read_dynamic(info, f->syms);
+	f->ok = f->syms->gnu_hash && f->syms->symtab && f->syms->strtab;
+	return 1;
+}
+
+int ht_dynsyms_find(const char *file, struct ht_dynsyms *syms, char *path, size_t len)
+{
+	struct found_object f = { file, path, len, syms, 0 };
+
+	/* dl_iterate_phdr() lists the namespace of its caller: ours. */
+	dl_iterate_phdr(find_object_cb, &f);
+	return f.ok;
+}
+
+/* The loader's own dlopen() and dlsym(), from libc (glibc 2.34+) or libdl. */
+struct loader {
+	void *(*dlopen)(const char *file, int mode);
+	void *(*dlsym)(void *handle, const char *name);
+	char *(*dlerror)(void);
+	char path[512];
+};
+
+static int find_loader(const char *file, struct loader *l)
+{
+	struct ht_dynsyms syms;
+
+	if (!ht_dynsyms_find(file, &syms, l->path, sizeof(l->path)))
+		return 0;
+	l->dlopen = (void *(*)(const char *, int))ht_dynsym_lookup(&syms, "dlopen");
+	l->dlsym = (void *(*)(void *, const char *))ht_dynsym_lookup(&syms, "dlsym");
+	l->dlerror = (char *(*)(void))ht_dynsym_lookup(&syms, "dlerror");
+	return l->dlopen && l->dlsym && l->dlerror;
+}
+
+/*
+ * A handle of libc from glibc's own dlopen(), found in libc's symbol table
+ * by hand: a call by name would reach the preload's dlopen() (or a
+ * program's).  dlsym() on that handle searches libc and ld.so only, never
+ * the program, and picks the default version as the linker would.  The
+ * handle stays open: libc is never unloaded.  A name libc lacks (glibc
+ * before 2.33 has no fstat64 symbol), or no libc found at all, keeps the
+ * binding the linker gave it.
+ */
+static void resolve_libc(void)
+{
+	struct loader ld = { 0 };
+	void *libc = NULL, *p;
+	int missed = 0;
+
+	if (find_loader("libc.so.6", &ld) || find_loader("libdl.so.2", &ld))
+		libc = ld.dlopen("libc.so.6", RTLD_LAZY | RTLD_NOLOAD);
+#define RESOLVE(field, sym) \
+	p = libc ? ld.dlsym(libc, sym) : NULL; \
+	missed |= libc && !p; \
+	libc_fns.field = p ? (__typeof__(libc_fns.field))p : field;
+	HT_LIBC_FUNCS(RESOLVE)
+#undef RESOLVE
+	/* A failed lookup leaves a message that the program's next dlerror() would see. */
+	if (missed || (ld.dlopen && !libc))
+		ld.dlerror();
+}
+
+/* The GNU hash of a symbol name (the ELF gABI extension glibc uses). */
+static uint32_t gnu_hash(const char *s)
+{
+	uint32_t h = 5381;
+
+	for (; *s; s++)
+		h = h * 33 + (unsigned char)*s;
+	return h;
+}
+
+void *ht_dynsym_lookup(const struct ht_dynsyms *d, const char *name)
+{
+	const uint32_t *ht = d->gnu_hash;
+	uint32_t nbuckets = ht[0], symoffset = ht[1], bloom_size = ht[2];
+	const uint32_t *buckets = ht + 4 + bloom_size * (sizeof(ElfW(Addr)) / 4);
+	const uint32_t *chain = buckets + nbuckets;
+	uint32_t h = gnu_hash(name);
+
+	if (!nbuckets)
+		return NULL;
+	for (uint32_t i = buckets[h % nbuckets]; i >= symoffset; i++) {
+		const ElfW(Sym) *s = (const ElfW(Sym) *)d->symtab + i;
+		uint32_t ch = chain[i - symoffset];
+
+		/* A defined function of the default version ("@@"), not a hidden compat one. */
+		if ((ch | 1) == (h | 1) && strcmp(d->strtab + s->st_name, name) == 0 &&
+		    s->st_shndx != SHN_UNDEF && ELF64_ST_TYPE(s->st_info) == STT_FUNC &&
+		    (!d->versym || !(d->versym[i] & 0x8000)))
+			return (void *)(d->base + s->st_value);
+		if (ch & 1)
+			break;
+	}
+	return NULL;
+}
+
+const struct ht_libc *ht_libc(void)
+{
+	pthread_once(&libc_once, resolve_libc);
+	return &libc_fns;
 }
 
 static int real_open(const char *path, int flags, mode_t mode)
 {
-	return open(path, flags, mode);
+	return ht_libc()->open(path, flags, mode);
 }
 
 static int real_openat(int dirfd, const char *path, int flags, mode_t mode)
 {
-	return openat(dirfd, path, flags, mode);
+	return ht_libc()->openat(dirfd, path, flags, mode);
 }
 
 #ifndef CLOSE_RANGE_UNSHARE
@@ -46,7 +240,7 @@ static int real_openat(int dirfd, const char *path, int flags, mode_t mode)
 static int real_close_range(unsigned first, unsigned last, unsigned flags)
 {
 #ifdef SYS_close_range
-	return (int)syscall(SYS_close_range, first, last, flags);
+	return (int)ht_libc()->syscall(SYS_close_range, first, last, flags);
 #else
 	(void)first, (void)last, (void)flags;
 	errno = ENOSYS;
@@ -56,42 +250,168 @@ static int real_close_range(unsigned first, unsigned last, unsigned flags)
 
 static int real_ioctl(int fd, unsigned long request, void *arg)
 {
-	return ioctl(fd, request, arg);
+	return ht_libc()->ioctl(fd, request, arg);
 }
 
 static double real_clock_ms(void)
 {
 	struct timespec ts;
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
+	ht_libc()->clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+static void *real_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
+{
+	return ht_libc()->mmap(addr, len, prot, flags, fd, off);
+}
+
+static int real_munmap(void *addr, size_t len)
+{
+	return ht_libc()->munmap(addr, len);
+}
+
+static void *real_mremap(void *old, size_t old_len, size_t new_len, int flags, void *new_addr)
+{
+	return ht_libc()->mremap(old, old_len, new_len, flags, new_addr);
+}
+
+static int real_madvise(void *addr, size_t len, int advice)
+{
+	return ht_libc()->madvise(addr, len, advice);
+}
+
+static int real_mprotect(void *addr, size_t len, int prot)
+{
+	return ht_libc()->mprotect(addr, len, prot);
+}
+
+static ssize_t real_read(int fd, void *buf, size_t len)
+{
+	return ht_libc()->read(fd, buf, len);
+}
+
+static ssize_t real_pread(int fd, void *buf, size_t len, off_t off)
+{
+	return ht_libc()->pread(fd, buf, len, off);
+}
+
+static ssize_t real_write(int fd, const void *buf, size_t len)
+{
+	return ht_libc()->write(fd, buf, len);
+}
+
+static int real_close(int fd)
+{
+	return ht_libc()->close(fd);
+}
+
+static int real_fstat(int fd, struct stat *st)
+{
+	return ht_libc()->fstat(fd, st);
+}
+
+static int real_mkdirat(int dirfd, const char *path, mode_t mode)
+{
+	return ht_libc()->mkdirat(dirfd, path, mode);
+}
+
+static int real_renameat2(int olddir, const char *old, int newdir, const char *new_path, unsigned flags)
+{
+	return ht_libc()->renameat2(olddir, old, newdir, new_path, flags);
+}
+
+static int real_unlinkat(int dirfd, const char *path, int flags)
+{
+	return ht_libc()->unlinkat(dirfd, path, flags);
+}
+
+static int real_linkat(int olddir, const char *old, int newdir, const char *new_path, int flags)
+{
+	return ht_libc()->linkat(olddir, old, newdir, new_path, flags);
+}
+
+static int real_ftruncate(int fd, off_t len)
+{
+	return ht_libc()->ftruncate(fd, len);
+}
+
+static int real_fstatfs(int fd, struct statfs *st)
+{
+	return ht_libc()->fstatfs(fd, st);
+}
+
+static int real_mincore(void *addr, size_t len, unsigned char *vec)
+{
+	return ht_libc()->mincore(addr, len, vec);
+}
+
+static int real_fadvise(int fd, off_t off, off_t len, int advice)
+{
+	return ht_libc()->posix_fadvise(fd, off, len, advice);
+}
+
+static int real_regcomp(regex_t *re, const char *pattern, int flags)
+{
+	return ht_libc()->regcomp(re, pattern, flags);
+}
+
+static int real_regexec(const regex_t *re, const char *s, size_t n, regmatch_t *m, int flags)
+{
+	return ht_libc()->regexec(re, s, n, m, flags);
+}
+
+static void real_regfree(regex_t *re)
+{
+	ht_libc()->regfree(re);
+}
+
+static char *real_getenv(const char *name)
+{
+	return ht_libc()->secure_getenv(name);
+}
+
+static pid_t real_getpid(void)
+{
+	return ht_libc()->getpid();
+}
+
+static uid_t real_geteuid(void)
+{
+	return ht_libc()->geteuid();
 }
 
 /* One initializer for both tables: ISO C cannot copy a const object here. */
 #define HT_REAL_SYS { \
-	.mmap = mmap, \
-	.munmap = munmap, \
+	.mmap = real_mmap, \
+	.munmap = real_munmap, \
 	.mremap = real_mremap, \
-	.madvise = madvise, \
-	.mprotect = mprotect, \
+	.madvise = real_madvise, \
+	.mprotect = real_mprotect, \
 	.open = real_open, \
-	.read = read, \
-	.pread = pread, \
-	.write = write, \
-	.close = close, \
-	.fstat = fstat, \
+	.read = real_read, \
+	.pread = real_pread, \
+	.write = real_write, \
+	.close = real_close, \
+	.fstat = real_fstat, \
 	.openat = real_openat, \
-	.mkdirat = mkdirat, \
-	.renameat2 = renameat2, \
-	.unlinkat = unlinkat, \
-	.linkat = linkat, \
-	.ftruncate = ftruncate, \
-	.fstatfs = fstatfs, \
-	.mincore = mincore, \
+	.mkdirat = real_mkdirat, \
+	.renameat2 = real_renameat2, \
+	.unlinkat = real_unlinkat, \
+	.linkat = real_linkat, \
+	.ftruncate = real_ftruncate, \
+	.fstatfs = real_fstatfs, \
+	.mincore = real_mincore, \
 	.close_range = real_close_range, \
 	.ioctl = real_ioctl, \
-	.fadvise = posix_fadvise, \
+	.fadvise = real_fadvise, \
 	.clock_ms = real_clock_ms, \
+	.regcomp = real_regcomp, \
+	.regexec = real_regexec, \
+	.regfree = real_regfree, \
+	.getenv = real_getenv, \
+	.getpid = real_getpid, \
+	.geteuid = real_geteuid, \
 }
 
 static const struct ht_sys real_sys = HT_REAL_SYS;
@@ -100,6 +420,36 @@ struct ht_sys ht_sys = HT_REAL_SYS;
 void ht_sys_reset(void)
 {
 	ht_sys = real_sys;
+}
+
+int ht_regcomp(regex_t *re, const char *pattern, int flags)
+{
+	return ht_sys.regcomp(re, pattern, flags);
+}
+
+int ht_regexec(const regex_t *re, const char *s, size_t nmatch, regmatch_t *m, int flags)
+{
+	return ht_sys.regexec(re, s, nmatch, m, flags);
+}
+
+void ht_regfree(regex_t *re)
+{
+	ht_sys.regfree(re);
+}
+
+char *ht_secure_getenv(const char *name)
+{
+	return ht_sys.getenv(name);
+}
+
+pid_t ht_getpid(void)
+{
+	return ht_sys.getpid();
+}
+
+uid_t ht_geteuid(void)
+{
+	return ht_sys.geteuid();
 }
 
 static int neg_errno(void)

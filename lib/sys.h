@@ -12,11 +12,14 @@
 #ifndef HT_SYS_H
 #define HT_SYS_H
 
+#include <regex.h>
+#include <signal.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/types.h>
+#include <time.h>
 
 struct ht_sys {
 	void *(*mmap)(void *addr, size_t len, int prot, int flags, int fd, off_t off);
@@ -46,6 +49,13 @@ struct ht_sys {
 	int (*fadvise)(int fd, off_t off, off_t len, int advice);
 	/* the monotonic clock, in ms, so tests can make time pass */
 	double (*clock_ms)(void);
+	/* libc functions a program may define too; see ht_libc() */
+	int (*regcomp)(regex_t *re, const char *pattern, int flags);
+	int (*regexec)(const regex_t *re, const char *s, size_t nmatch, regmatch_t *m, int flags);
+	void (*regfree)(regex_t *re);
+	char *(*getenv)(const char *name); /* secure_getenv */
+	pid_t (*getpid)(void);
+	uid_t (*geteuid)(void);
 };
 
 /* The table in use.  Tests replace entries to inject failures. */
@@ -53,6 +63,79 @@ extern struct ht_sys ht_sys;
 
 /* Restore the real system calls. */
 void ht_sys_reset(void);
+
+/*
+ * glibc's own functions, looked up once (thread-safely) in libc's own
+ * scope, so that a program exporting the same name (gpg's regcomp,
+ * patch's renameat2) is never called by us.  The table above calls
+ * through these; code outside sys.c that needs one without a fault seam
+ * (the preload, the background thread) calls them here.
+ */
+struct ht_libc {
+	void *(*mmap)(void *addr, size_t len, int prot, int flags, int fd, off_t off);
+	int (*munmap)(void *addr, size_t len);
+	void *(*mremap)(void *old, size_t old_len, size_t new_len, int flags, ...);
+	int (*madvise)(void *addr, size_t len, int advice);
+	int (*mprotect)(void *addr, size_t len, int prot);
+	int (*mincore)(void *addr, size_t len, unsigned char *vec);
+	int (*open)(const char *path, int flags, ...);
+	int (*openat)(int dirfd, const char *path, int flags, ...);
+	ssize_t (*read)(int fd, void *buf, size_t len);
+	ssize_t (*pread)(int fd, void *buf, size_t len, off_t off);
+	ssize_t (*write)(int fd, const void *buf, size_t len);
+	int (*close)(int fd);
+	int (*fstat)(int fd, struct stat *st);
+	int (*fstatfs)(int fd, struct statfs *st);
+	int (*ftruncate)(int fd, off_t len);
+	int (*posix_fadvise)(int fd, off_t off, off_t len, int advice);
+	int (*ioctl)(int fd, unsigned long request, ...);
+	int (*mkdirat)(int dirfd, const char *path, mode_t mode);
+	int (*renameat2)(int olddir, const char *old, int newdir, const char *new_path, unsigned flags);
+	int (*unlinkat)(int dirfd, const char *path, int flags);
+	int (*linkat)(int olddir, const char *old, int newdir, const char *new_path, int flags);
+	ssize_t (*readlink)(const char *path, char *buf, size_t len);
+	char *(*getcwd)(char *buf, size_t len);
+	long (*syscall)(long number, ...);
+	int (*clock_gettime)(clockid_t clock, struct timespec *ts);
+	int (*nanosleep)(const struct timespec *req, struct timespec *rem);
+	pid_t (*getpid)(void);
+	uid_t (*geteuid)(void);
+	char *(*secure_getenv)(const char *name);
+	int (*sigfillset)(sigset_t *set);
+	int (*regcomp)(regex_t *re, const char *pattern, int flags);
+	int (*regexec)(const regex_t *re, const char *s, size_t nmatch, regmatch_t *m, int flags);
+	void (*regfree)(regex_t *re);
+};
+const struct ht_libc *ht_libc(void);
+
+/* An object's dynamic symbol tables, where the loader mapped them. */
+struct ht_dynsyms {
+	const uint32_t *gnu_hash; /* DT_GNU_HASH */
+	const void *symtab;       /* DT_SYMTAB: ElfW(Sym) */
+	const char *strtab;       /* DT_STRTAB */
+	const uint16_t *versym;   /* DT_VERSYM, or NULL */
+	uintptr_t base;           /* the load bias */
+};
+/*
+ * The address of @name's definition of the default version ("name@@V")
+ * as a plain function (not an IFUNC), or NULL.  Pure: reads the tables.
+ */
+void *ht_dynsym_lookup(const struct ht_dynsyms *d, const char *name);
+/*
+ * The tables of the loaded object whose file name is @file (e.g.
+ * "libc.so.6"), in the caller's namespace; its path into @path.
+ * Returns: 1 when found with a GNU hash table, else 0.
+ */
+int ht_dynsyms_find(const char *file, struct ht_dynsyms *syms, char *path, size_t len);
+
+/* regcomp(3) and co. through the table: glibc's, whatever the program exports. */
+int ht_regcomp(regex_t *re, const char *pattern, int flags);
+int ht_regexec(const regex_t *re, const char *s, size_t nmatch, regmatch_t *m, int flags);
+void ht_regfree(regex_t *re);
+/* secure_getenv(3), getpid(2), geteuid(2) through the table. */
+char *ht_secure_getenv(const char *name);
+pid_t ht_getpid(void);
+uid_t ht_geteuid(void);
 
 /* Wrappers: negative errno on failure. */
 int ht_sys_map_anon(size_t len, size_t align, int hugetlb, void **out);
