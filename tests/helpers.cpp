@@ -1,5 +1,6 @@
 #include "helpers.hpp"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -9,13 +10,23 @@
 #include <poll.h>
 #include <signal.h>
 #include <sstream>
-#include <spawn.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 extern char **environ;
 
+static double now_s()
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+// The environment of this process with @extra applied: "NAME=value"
+// replaces NAME, "NAME" alone removes it.
 static std::vector<std::string> make_env(const std::vector<std::string> &extra)
 {
 	std::vector<std::string> env;
@@ -24,30 +35,54 @@ static std::vector<std::string> make_env(const std::vector<std::string> &extra)
 		env.emplace_back(*e);
 	for (const auto &x : extra) {
 		auto eq = x.find('=');
-		std::string name = x.substr(0, eq);
+		std::string name = x.substr(0, eq) + "=";
 
 		for (auto it = env.begin(); it != env.end();)
-			it = it->compare(0, name.size() + 1, name + "=") == 0 ? env.erase(it) : it + 1;
+			it = it->compare(0, name.size(), name) == 0 ? env.erase(it) : it + 1;
 		if (eq != std::string::npos)
 			env.push_back(x);
 	}
-	// In a sanitizer build the runtime must come first in LD_PRELOAD.
-	const char *san = std::getenv("HT_SANITIZER_PRELOAD");
-	if (san && *san)
-		for (auto &e : env)
-			if (e.compare(0, 11, "LD_PRELOAD=") == 0 && e.find(san) == std::string::npos)
-				e = "LD_PRELOAD=" + std::string(san) + " " + e.substr(11);
 	return env;
 }
 
-static void drain(int out_fd, int err_fd, run_result &r)
+// In the child: standard streams, directory, then the program.
+[[noreturn]] static void exec_child(const prog_opts &o, char *const av[], char *const ev[],
+				    int out_fd, int err_fd)
+{
+	// Own process group, so a time-out kills whatever it started too; and
+	// no program outlives a test killed by meson's time limit.
+	setpgid(0, 0);
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	int in = open(o.stdin_path.c_str(), O_RDONLY);
+	if (in >= 0 && in != 0) {
+		dup2(in, 0);
+		close(in);
+	}
+	dup2(out_fd, 1);
+	dup2(err_fd, 2);
+	if (!o.cwd.empty() && chdir(o.cwd.c_str()) != 0)
+		_exit(126);
+	execvpe(av[0], av, ev);
+	_exit(127);
+}
+
+// Reads both pipes until they close or the deadline passes; true when the
+// deadline passed first.
+static bool collect(int out_fd, int err_fd, double timeout_s, prog_result &r)
 {
 	struct pollfd p[2] = { { out_fd, POLLIN, 0 }, { err_fd, POLLIN, 0 } };
-	char buf[65536];
+	double deadline = now_s() + timeout_s;
 	int open_fds = 2;
+	char buf[65536];
+	bool late = false;
 
 	while (open_fds > 0) {
-		if (poll(p, 2, -1) < 0 && errno != EINTR)
+		int left_ms = (int)std::min((deadline - now_s()) * 1000, 1e9);
+		if (left_ms <= 0) {
+			late = true;
+			break;
+		}
+		if (poll(p, 2, left_ms) < 0 && errno != EINTR)
 			break;
 		for (int i = 0; i < 2; i++) {
 			if (p[i].fd < 0 || !(p[i].revents & (POLLIN | POLLHUP | POLLERR)))
@@ -62,16 +97,18 @@ static void drain(int out_fd, int err_fd, run_result &r)
 			(i ? r.err : r.out).append(buf, (size_t)n);
 		}
 	}
+	for (auto &x : p)
+		if (x.fd >= 0)
+			close(x.fd);
+	return late;
 }
 
-run_result run_cmd(const std::vector<std::string> &argv, const std::vector<std::string> &extra)
+prog_result run_prog(const std::vector<std::string> &argv, const prog_opts &o)
 {
-	run_result r;
-	std::vector<std::string> env = make_env(extra);
+	prog_result r;
+	std::vector<std::string> env = make_env(o.env);
 	std::vector<char *> av, ev;
 	int out[2], err[2];
-	posix_spawn_file_actions_t fa;
-	pid_t pid;
 
 	for (auto &a : argv)
 		av.push_back(const_cast<char *>(a.c_str()));
@@ -79,26 +116,73 @@ run_result run_cmd(const std::vector<std::string> &argv, const std::vector<std::
 	for (auto &e : env)
 		ev.push_back(const_cast<char *>(e.c_str()));
 	ev.push_back(nullptr);
-	if (pipe2(out, O_CLOEXEC) || pipe2(err, O_CLOEXEC))
-		return r;
-	posix_spawn_file_actions_init(&fa);
-	posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-	posix_spawn_file_actions_adddup2(&fa, out[1], 1);
-	posix_spawn_file_actions_adddup2(&fa, err[1], 2);
-	int rc = posix_spawnp(&pid, av[0], &fa, nullptr, av.data(), ev.data());
-	posix_spawn_file_actions_destroy(&fa);
-	close(out[1]);
-	close(err[1]);
-	if (rc != 0) {
-		close(out[0]);
-		close(err[0]);
-		r.err = std::string("spawn failed: ") + std::strerror(rc);
+	if (pipe2(out, O_CLOEXEC) || pipe2(err, O_CLOEXEC)) {
+		r.err = "pipe failed";
 		return r;
 	}
-	drain(out[0], err[0], r);
+	pid_t pid = fork();
+	if (pid == 0)
+		exec_child(o, av.data(), ev.data(), out[1], err[1]);
+	close(out[1]);
+	close(err[1]);
+	if (pid < 0) {
+		close(out[0]);
+		close(err[0]);
+		r.err = "fork failed";
+		return r;
+	}
 	int st = 0;
-	waitpid(pid, &st, 0);
+	if (collect(out[0], err[0], o.timeout_s, r)) {
+		r.timed_out = true;
+		kill(-pid, SIGKILL);
+		kill(pid, SIGKILL);
+		waitpid(pid, &st, 0);
+		r.status = 128 + SIGKILL;
+		return r;
+	}
+	// The pipes closed; the program may still be exiting.
+	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+		;
 	r.status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+	return r;
+}
+
+// @extra, plus the sanitizer runtime put first in the LD_PRELOAD the
+// program will see (an ASan-built preload refuses to start otherwise).
+static std::vector<std::string> sanitizer_first(const std::vector<std::string> &extra)
+{
+	const char *san = std::getenv("HT_SANITIZER_PRELOAD");
+	const char *inherited = std::getenv("LD_PRELOAD");
+	std::vector<std::string> env = extra;
+	bool set = inherited != nullptr;
+	std::string value = inherited ? inherited : "";
+
+	if (!san || !*san)
+		return env;
+	for (const auto &x : extra) {
+		if (x == "LD_PRELOAD") {
+			set = false;
+		} else if (x.compare(0, 11, "LD_PRELOAD=") == 0) {
+			set = true;
+			value = x.substr(11);
+		}
+	}
+	if (set && value.find(san) == std::string::npos)
+		env.push_back("LD_PRELOAD=" + std::string(san) + " " + value);
+	return env;
+}
+
+run_result run_cmd(const std::vector<std::string> &argv, const std::vector<std::string> &extra)
+{
+	prog_opts o;
+	o.env = sanitizer_first(extra);
+	// Longer than any test's own limit: meson's timeout decides.
+	o.timeout_s = 3600;
+	prog_result p = run_prog(argv, o);
+	run_result r;
+	r.status = p.status;
+	r.out = std::move(p.out);
+	r.err = std::move(p.err);
 	return r;
 }
 

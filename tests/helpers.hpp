@@ -1,4 +1,5 @@
-// Small helpers for the tests: run a command, read files, read report lines.
+// Small helpers for the tests: run a program (with a time limit), read
+// files, read report lines.
 #ifndef HT_TEST_HELPERS_HPP
 #define HT_TEST_HELPERS_HPP
 
@@ -6,13 +7,32 @@
 #include <string>
 #include <vector>
 
+struct prog_result {
+	int status = -1;        // exit status, or 128 + signal
+	bool timed_out = false; // killed after the time limit
+	std::string out, err;
+};
+
+struct prog_opts {
+	std::vector<std::string> env; // "NAME=value" sets, "NAME" removes
+	std::string cwd;              // "" keeps the current directory
+	std::string stdin_path = "/dev/null";
+	double timeout_s = 60;
+};
+
+// Runs argv (argv[0] looked up in PATH) in its own process group and
+// collects its output.  After the time limit the whole group is killed and
+// the status is 128 + SIGKILL.  A program that cannot be started exits 127.
+prog_result run_prog(const std::vector<std::string> &argv, const prog_opts &o = {});
+
 struct run_result {
 	int status = -1;   // exit status, or 128 + signal
 	std::string out, err;
 };
 
-// Runs argv with the extra environment entries ("NAME=value"); a value of
-// "NAME" alone removes the variable.  Standard input is /dev/null.
+// run_prog with the extra environment entries and no time limit of its own
+// (the test's own limit applies); in a sanitizer build the runtime is put
+// first in LD_PRELOAD.
 run_result run_cmd(const std::vector<std::string> &argv,
 		   const std::vector<std::string> &env = {});
 

@@ -1,5 +1,5 @@
-// Helpers shared by the robustness tests: running programs with a time
-// limit (and the sanitizer runtime in front of the preload), snapshots of
+// Helpers shared by the robustness tests: the preload's LD_PRELOAD value
+// (with the sanitizer runtime in front of it), snapshots of
 // /proc/self/maps, and guards that put system settings back however a test
 // ends.
 #ifndef HT_ROBUST_HPP
@@ -12,21 +12,7 @@
 
 #include "../helpers.hpp"
 
-struct prog_result {
-	int status = -1;        // exit status, or 128 + signal
-	bool timed_out = false; // killed after the time limit
-	std::string out, err;
-};
-
-struct prog_opts {
-	std::vector<std::string> env; // "NAME=value" sets, "NAME" removes
-	std::string cwd;              // "" keeps the current directory
-	std::string stdin_path = "/dev/null";
-	double timeout_s = 60;
-};
-
-// Runs argv (argv[0] looked up in PATH) and collects its output.
-prog_result run_prog(const std::vector<std::string> &argv, const prog_opts &o = {});
+// run_prog, prog_opts and prog_result are in ../helpers.hpp.
 
 // The preload library of this build.
 std::string preload_path();
