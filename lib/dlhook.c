@@ -1,0 +1,231 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The preload's dlopen(): glibc's own dlopen(), entered so that glibc sees
+ * the program's caller, and the new objects moved before it returns.
+ *
+ * glibc decides from its caller where a name is searched ($ORIGIN, the
+ * caller's DT_RPATH/DT_RUNPATH) and, for a caller in another namespace,
+ * where the object goes.  It takes the caller from its own return address
+ * and looks up the object that contains it.  A hook that simply calls
+ * glibc makes the preload the caller; resolving names in the hook instead
+ * copies ld.so's rules (and their bugs).  So glibc is entered with a
+ * return address inside the caller's object that still gives control back
+ * to us: a byte 0xC3 (ret) of that object's code (dlcall-x86_64.S).  glibc
+ * then does everything itself, for every caller, and only this call
+ * decides when the move happens.
+ *
+ * Rejected: rtld-audit (la_activity) needs LD_AUDIT, which a preload and
+ * /etc/ld.so.preload cannot set; a tail call to glibc (exact) with the new
+ * objects found later through dl_iterate_phdr's dlpi_adds cannot move them
+ * before dlopen() returns.  Both remain the fallback here: where the trick
+ * is not possible (no ret byte, a shadow stack, a caller in another
+ * namespace, other architectures) the call is a tail jump to glibc, exact
+ * but without the move.
+ *
+ * Calls that need no move also tail-jump: HUGETEXT_MODE=off, dlopen(NULL),
+ * RTLD_NOLOAD, our own dlopen() of libelf (made under ht_lock), and calls
+ * nested in an outer one (a constructor's dlopen()), whose objects the
+ * outer call moves after glibc returns.
+ */
+#include "internal.h"
+#include "objects.h"
+#include "preload.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <link.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#if defined(__x86_64__)
+
+#define HIDDEN __attribute__((visibility("hidden")))
+
+/* Used by dlcall-x86_64.S. */
+HIDDEN void *(*ht_real_dlopen)(const char *, int);
+HIDDEN uintptr_t ht_dlopen_route(const char *file, int mode, const void *caller,
+				 unsigned long ssp);
+HIDDEN void *ht_dlopen_hook(const char *file, int mode, const void *ret_insn);
+HIDDEN void *ht_call_as(void *(*fn)(const char *, int), const char *file, int mode,
+			const void *ret_insn);
+
+/* Set while this thread is inside glibc's dlopen() for an outer call. */
+static __thread int in_hook;
+
+/*
+ * How far into an executable segment a ret byte is looked for.  The first
+ * bytes (_init, the PLT) nearly always hold one; the bound keeps a strange
+ * object from costing a scan of all its code.
+ */
+#define RET_SCAN_MAX (1u << 20)
+
+/* Where glibc's dlopen() cannot be found: fail as a dlopen() can. */
+static void *no_dlopen(const char *file, int mode)
+{
+	(void)file;
+	(void)mode;
+	return NULL;
+}
+
+static void resolve_real(void)
+{
+	void *(*fn)(const char *, int);
+
+	if (__atomic_load_n(&ht_real_dlopen, __ATOMIC_ACQUIRE))
+		return;
+	fn = (void *(*)(const char *, int))dlsym(RTLD_NEXT, "dlopen");
+	__atomic_store_n(&ht_real_dlopen, fn ? fn : no_dlopen, __ATOMIC_RELEASE);
+}
+
+/* The first 0xC3 byte in a readable and executable segment of @info, or 0. */
+static uintptr_t ret_byte_in(const struct dl_phdr_info *info)
+{
+	for (size_t i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		const unsigned char *p;
+		size_t n;
+
+		if (ph->p_type != PT_LOAD || (ph->p_flags & (PF_R | PF_X)) != (PF_R | PF_X))
+			continue;
+		p = (const unsigned char *)(info->dlpi_addr + ph->p_vaddr);
+		n = ph->p_filesz < ph->p_memsz ? ph->p_filesz : ph->p_memsz;
+		if (n > RET_SCAN_MAX)
+			n = RET_SCAN_MAX;
+		for (size_t k = 0; k < n; k++)
+			if (p[k] == 0xc3)
+				return (uintptr_t)(p + k);
+	}
+	return 0;
+}
+
+/* As glibc tells a caller's object: @pc lies in one of its PT_LOAD segments. */
+static int holds(const struct dl_phdr_info *info, uintptr_t pc)
+{
+	for (size_t i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+
+		if (ph->p_type == PT_LOAD && pc - (info->dlpi_addr + ph->p_vaddr) < ph->p_memsz)
+			return 1;
+	}
+	return 0;
+}
+
+struct ret_search {
+	uintptr_t pc;  /* the caller; 0: take the first object (the program) */
+	int found;
+	uintptr_t ret; /* a ret byte in the object found, or 0 */
+};
+
+static int ret_search_cb(struct dl_phdr_info *info, size_t size, void *data)
+{
+	struct ret_search *s = data;
+
+	(void)size;
+	if (s->pc && !holds(info, s->pc))
+		return 0;
+	s->found = 1;
+	s->ret = ret_byte_in(info);
+	return 1;
+}
+
+/*
+ * A ret byte in the object glibc will take as @caller's, or 0 when there
+ * is none to use.  dl_iterate_phdr() lists our namespace only.  A caller in
+ * no object at all (generated code) is taken by glibc as the program; one
+ * in an object of another namespace (dladdr() sees all) gets 0.
+ */
+static uintptr_t ret_byte_for(const void *caller)
+{
+	struct ret_search s = { .pc = (uintptr_t)caller };
+	Dl_info info;
+
+	dl_iterate_phdr(ret_search_cb, &s);
+	if (s.found)
+		return s.ret;
+	if (dladdr(caller, &info))
+		return 0;
+	s.pc = 0;
+	dl_iterate_phdr(ret_search_cb, &s);
+	return s.ret;
+}
+
+/* Called by dlopen() in dlcall-x86_64.S: 0 for a tail jump to glibc, else a ret byte. */
+uintptr_t ht_dlopen_route(const char *file, int mode, const void *caller, unsigned long ssp)
+{
+	int saved = errno;
+	uintptr_t ret = 0;
+
+	resolve_real();
+	/* Under a shadow stack, glibc's return to the ret byte would be fatal. */
+	if (ht_preload_active && file && !(mode & RTLD_NOLOAD) && !in_hook && !ht_lock_held && !ssp)
+		ret = ret_byte_for(caller);
+	errno = saved;
+	return ret;
+}
+
+/* Could the dlopen() have brought in something to move?  Cheap, no /proc. */
+static int any_candidate(const struct ht_object *objs, size_t n,
+			 const struct ht_object *before, size_t nbefore)
+{
+	for (size_t i = 0; i < n; i++) {
+		int seen = 0;
+
+		for (size_t k = 0; k < nbefore && !seen; k++)
+			seen = before[k].base == objs[i].base && strcmp(before[k].name, objs[i].name) == 0;
+		if (!seen && (ht_object_flagged(&objs[i]) || ht_preload_matches(objs[i].name)))
+			return 1;
+	}
+	return 0;
+}
+
+/* Moves what came in since @before; true when the library ran. */
+static int remap_new(const struct ht_object *before, size_t nbefore)
+{
+	struct ht_object *after;
+	size_t nafter;
+	int ran = 0;
+
+	if (ht_objects_list(&after, &nafter) < 0)
+		return 0;
+	if (any_candidate(after, nafter, before, nbefore)) {
+		ht_lock_acquire();
+		ht_remap_new(&ht_preload_opt, NULL, before, nbefore, NULL, 0, NULL);
+		ht_lock_release();
+		ran = 1;
+	}
+	free(after);
+	return ran;
+}
+
+/*
+ * The outermost dlopen() of this thread that may load something to move.
+ * What glibc's dlopen() said, its result, errno and dlerror(), is what the
+ * caller sees; errno is also as the caller left it when glibc starts.
+ */
+void *ht_dlopen_hook(const char *file, int mode, const void *ret_insn)
+{
+	struct ht_object *before = NULL;
+	size_t nbefore = 0;
+	int saved = errno;
+	void *handle;
+
+	in_hook = 1;
+	if (ht_objects_list(&before, &nbefore) < 0)
+		before = NULL;
+	errno = saved;
+	handle = ht_call_as(ht_real_dlopen, file, mode, ret_insn);
+	saved = errno;
+	/*
+	 * After a successful dlopen() dlerror() has nothing to say; the move
+	 * may dlopen() libelf (perf maps), and dlerror() drops what that left.
+	 */
+	if (handle && before && remap_new(before, nbefore))
+		(void)dlerror();
+	free(before);
+	in_hook = 0;
+	errno = saved;
+	return handle;
+}
+
+#endif

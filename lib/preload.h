@@ -1,0 +1,19 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * State the preload's constructor (preload.c) sets once, before the
+ * program runs, and its dlopen() hook (dlhook.c) reads.
+ */
+#ifndef HT_PRELOAD_H
+#define HT_PRELOAD_H
+
+#include "hugetext.h"
+
+/* The settings read from the environment. */
+extern struct ht_options ht_preload_opt;
+/* Not HUGETEXT_MODE=off: the hook has something to do. */
+extern int ht_preload_active;
+
+/* True when @name matches HUGETEXT_MATCH (false when unset or invalid). */
+int ht_preload_matches(const char *name);
+
+#endif
