@@ -1,5 +1,9 @@
 /* SPDX-License-Identifier: MIT */
-/* The pieces of `hugetext pool` worth testing alone: pure functions. */
+/*
+ * The pieces of `hugetext pool` shared by its files (pool.c, hugepages.c,
+ * mounts.c, cachedir.c) and by `hugetext setup` and `hugetext status`;
+ * the pure functions first.
+ */
 #ifndef HTE_POOLCMD_H
 #define HTE_POOLCMD_H
 
@@ -38,6 +42,44 @@ long hte_cache_fill_pid(const char *name);
  * name is stale once @age_s reaches an hour.
  */
 int hte_cache_fill_stale(const char *name, double age_s, int (*alive)(long pid));
+
+/* --- hugepages.c: the kernel's pools and THP settings --- */
+
+#define HTE_SYS_POOLS "/sys/kernel/mm/hugepages"
+#define HTE_SYS_THP "/sys/kernel/mm/transparent_hugepage"
+#define HTE_MAX_SIZES 8
+/* The library's cache lives on 2 MiB hugetlbfs (lib/cache.c). */
+#define HTE_CACHE_PAGE_KB 2048
+
+/* The number in @dir/@file (a sysfs pool file), or a negative errno. */
+long hte_read_count(const char *dir, const char *file);
+/* The page sizes the kernel has pools for, in kB, ascending. */
+size_t hte_pool_sizes(uint64_t *kb, size_t max);
+/* The sysfs directory of the pool of @kb pages. */
+void hte_pool_dir(uint64_t kb, char *buf, size_t len);
+/* The default huge page size in kB; 0 when unknown. */
+uint64_t hte_default_kb(void);
+/* The page size @arg ("2M"; NULL: the default), checked; 0 or an exit status. */
+int hte_pick_size(const char *arg, uint64_t *kb_out);
+/* `pool --set`: sizes the pool of @kb pages to @count; an exit status. */
+int hte_set_pool(uint64_t kb, const char *count);
+
+/* --- mounts.c: hugetlbfs mounts --- */
+
+/*
+ * Calls @fn for each hugetlbfs mount of one of the @n page sizes @kb (@def:
+ * the default size); a nonzero return from @fn stops the walk and is
+ * returned.  Returns: that, 0, or a negative errno.
+ */
+int hte_each_mount(const uint64_t *kb, size_t n, uint64_t def,
+		   int (*fn)(const char *dir, uint64_t kb, void *arg), void *arg);
+/* `pool --mount`: hugetlbfs of @kb pages at @dir, unless there; an exit status. */
+int hte_do_mount(uint64_t kb, const char *dir);
+
+/* --- cachedir.c: the shared text cache --- */
+
+/* `pool --cache-list` and `--cache-clear`: an exit status. */
+int hte_cache_cmd(int list, int clear);
 
 #ifdef __cplusplus
 }

@@ -1,0 +1,103 @@
+/* SPDX-License-Identifier: MIT */
+/* hugetlbfs mounts: finding them, and mounting one (hugeadm's job). */
+#include "tool.h"
+#include "poolcmd.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+
+#include "pool.h"
+#include "sys.h"
+
+/*
+ * Calls @fn for each hugetlbfs mount: each line of /proc/self/mounts is
+ * asked, per page size, through the library's parser.
+ */
+int hte_each_mount(const uint64_t *kb, size_t n, uint64_t def,
+		      int (*fn)(const char *dir, uint64_t kb, void *arg), void *arg)
+{
+	char *buf, dir[4096];
+	size_t len;
+	int err = ht_sys_read_file("/proc/self/mounts", &buf, &len);
+
+	if (err < 0)
+		return err;
+	for (char *p = buf, *end = buf + len; p < end;) {
+		char *nl = memchr(p, '\n', (size_t)(end - p));
+		size_t llen = nl ? (size_t)(nl - p) : (size_t)(end - p);
+
+		for (size_t i = 0; i < n; i++) {
+			if (ht_find_hugetlbfs(p, llen, kb[i], def, dir, sizeof(dir)) == 0) {
+				err = fn(dir, kb[i], arg);
+				if (err)
+					goto out;
+				break;
+			}
+		}
+		p += llen + 1;
+	}
+out:
+	free(buf);
+	return err;
+}
+
+struct find_mount {
+	const char *dir;
+	uint64_t kb;
+	int found; /* 1: same page size; -1: another page size */
+};
+
+static int same_mount(const char *dir, uint64_t kb, void *arg)
+{
+	struct find_mount *m = arg;
+
+	if (strcmp(dir, m->dir) == 0)
+		m->found = kb == m->kb ? 1 : -1;
+	return 0;
+}
+
+int hte_do_mount(uint64_t kb, const char *dir)
+{
+	uint64_t sizes[HTE_MAX_SIZES], def = hte_default_kb();
+	size_t n = hte_pool_sizes(sizes, HTE_MAX_SIZES);
+	struct find_mount m = { dir, kb, 0 };
+	char opts[64], h[32];
+
+	hte_human(kb * 1024, h, sizeof(h));
+	if (dir[0] != '/') {
+		hte_error("pool", "--mount %s: give an absolute path", dir);
+		return HTE_EXIT_USAGE;
+	}
+	hte_each_mount(sizes, n, def, same_mount, &m);
+	if (m.found) {
+		if (m.found < 0) {
+			hte_error("pool", "%s: already a hugetlbfs mount of another page size", dir);
+			return HTE_EXIT_FAIL;
+		}
+		printf("%s: already hugetlbfs with %s pages\n", dir, h);
+		return HTE_EXIT_OK;
+	}
+	if (mkdir(dir, 0755) < 0 && errno != EEXIST) {
+		hte_error("pool", "%s: cannot make the directory: %s", dir, strerror(errno));
+		return HTE_EXIT_FAIL;
+	}
+	/*
+	 * Sticky and world-writable like /tmp: each user's processes make their
+	 * own private hugetext-UID there.  Not noexec: cached code is mapped
+	 * executable.
+	 */
+	snprintf(opts, sizeof(opts), "pagesize=%lluK,mode=1777", (unsigned long long)kb);
+	if (mount("hugetlbfs", dir, "hugetlbfs", MS_NOSUID | MS_NODEV, opts) < 0) {
+		int err = errno;
+
+		hte_error("pool", "%s: cannot mount hugetlbfs: %s%s", dir, strerror(err),
+			  err == EPERM ? ": mounting needs root (CAP_SYS_ADMIN)" :
+			  err == ENODEV ? ": the kernel has no hugetlbfs" : "");
+		return HTE_EXIT_FAIL;
+	}
+	printf("%s: hugetlbfs with %s pages\n", dir, h);
+	return HTE_EXIT_OK;
+}
