@@ -1,0 +1,403 @@
+// Description: the policy file /etc/hugetext.conf: the parser on buffers
+// (every key, comments, whitespace, duplicates, warm lists, sizes, bad
+// lines) and the loader's checks of who may write the file.
+#include <catch2/catch.hpp>
+
+#include <cerrno>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+extern "C" {
+#include "conf.h"
+}
+
+#include "helpers.hpp"
+
+namespace {
+
+struct parsed {
+	int rc;
+	std::string err;
+	ht_conf conf;
+};
+
+// On the heap: the struct is about 12 KiB.
+std::unique_ptr<parsed> parse(const std::string &text)
+{
+	auto p = std::make_unique<parsed>();
+	char err[256];
+	p->rc = ht_conf_parse(text.data(), text.size(), &p->conf, err, sizeof(err));
+	p->err = err;
+	return p;
+}
+
+std::unique_ptr<parsed> load(const std::string &path)
+{
+	auto p = std::make_unique<parsed>();
+	char err[256];
+	p->rc = ht_conf_load(path.c_str(), &p->conf, err, sizeof(err));
+	p->err = err;
+	return p;
+}
+
+bool all_zero(const ht_conf &c)
+{
+	static const ht_conf zero{};
+	return std::memcmp(&c, &zero, sizeof(c)) == 0;
+}
+
+// A file written with @mode, owned by @uid; removed at the end.
+struct conf_file {
+	std::string path;
+	conf_file(const std::string &name, const std::string &text, unsigned mode = 0644, uid_t uid = 0)
+		: path(temp_path(name))
+	{
+		unlink(path.c_str());
+		int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+		REQUIRE(fd >= 0);
+		REQUIRE(write(fd, text.data(), text.size()) == (ssize_t)text.size());
+		close(fd);
+		REQUIRE(chmod(path.c_str(), mode) == 0);
+		if (geteuid() == 0)
+			REQUIRE(chown(path.c_str(), uid, 0) == 0);
+	}
+	~conf_file() { unlink(path.c_str()); }
+};
+
+} // namespace
+
+TEST_CASE("every key is read into its field", "[conf]")
+{
+	auto p = parse("mode = explicit\n"
+		       "programs = ^/usr/bin/(node|java)$\n"
+		       "match = libLLVM|libclang\n"
+		       "ignore = libc\\.so\n"
+		       "min_code = 8M\n"
+		       "budget_ms = 250\n"
+		       "page_cache = 0\n"
+		       "async = 1\n"
+		       "verbose = 1\n"
+		       "pool = 64\n"
+		       "hugetlbfs = /dev/hugepages\n"
+		       "warm = /usr/bin/node\n");
+	REQUIRE(p->rc == 0);
+	CHECK(p->err.empty());
+	const ht_conf &c = p->conf;
+	CHECK(c.set == (HT_CONF_MODE | HT_CONF_PROGRAMS | HT_CONF_MATCH | HT_CONF_IGNORE | HT_CONF_MIN_CODE |
+			HT_CONF_BUDGET_MS | HT_CONF_PAGE_CACHE | HT_CONF_ASYNC | HT_CONF_VERBOSE | HT_CONF_POOL |
+			HT_CONF_HUGETLBFS | HT_CONF_WARM));
+	CHECK(c.mode == HT_CONF_MODE_EXPLICIT);
+	CHECK(std::string(c.programs) == "^/usr/bin/(node|java)$");
+	CHECK(std::string(c.match) == "libLLVM|libclang");
+	CHECK(std::string(c.ignore) == "libc\\.so");
+	CHECK(c.min_code == 8u << 20);
+	CHECK(c.budget_ms == 250);
+	CHECK(c.page_cache == 0);
+	CHECK(c.async == 1);
+	CHECK(c.verbose == 1);
+	CHECK(c.pool == 64);
+	CHECK(std::string(c.hugetlbfs) == "/dev/hugepages");
+	REQUIRE(c.nwarm == 1);
+	CHECK(std::string(ht_conf_warm(&c, 0)) == "/usr/bin/node");
+	CHECK(ht_conf_warm(&c, 1) == nullptr);
+	CHECK(c.nunknown == 0);
+}
+
+TEST_CASE("each mode name, and nothing else", "[conf]")
+{
+	CHECK(parse("mode = auto")->conf.mode == HT_CONF_MODE_AUTO);
+	CHECK(parse("mode = thp")->conf.mode == HT_CONF_MODE_THP);
+	CHECK(parse("mode = explicit")->conf.mode == HT_CONF_MODE_EXPLICIT);
+	CHECK(parse("mode = off")->conf.mode == HT_CONF_MODE_OFF);
+	auto p = parse("mode = fast\n");
+	CHECK(p->rc == -EINVAL);
+	CHECK(p->err == "line 1: mode: 'fast' is not auto, thp, explicit or off");
+	CHECK(parse("mode = AUTO")->rc == -EINVAL);
+}
+
+TEST_CASE("an empty file, blank lines and comments set nothing", "[conf]")
+{
+	for (const char *text : { "", "\n\n", "# only a comment\n", "   \t\n  # indented comment\n", "\r\n" }) {
+		auto p = parse(text);
+		CHECK(p->rc == 0);
+		CHECK(p->conf.set == 0);
+		CHECK(all_zero(p->conf));
+	}
+}
+
+TEST_CASE("whitespace around keys and values is trimmed; a comment after whitespace ends the value",
+	  "[conf]")
+{
+	auto p = parse("  \tmatch\t=   libfoo|libbar   # the big ones\r\n"
+		       "ignore=a#b\n"
+		       "programs =x  #\n");
+	REQUIRE(p->rc == 0);
+	CHECK(std::string(p->conf.match) == "libfoo|libbar");
+	CHECK(std::string(p->conf.ignore) == "a#b");   // '#' inside a value is the value's
+	CHECK(std::string(p->conf.programs) == "x");
+	// The first '=' splits: the value may hold more.
+	p = parse("match = a=b\n");
+	REQUIRE(p->rc == 0);
+	CHECK(std::string(p->conf.match) == "a=b");
+}
+
+TEST_CASE("the last of a repeated key wins; warm adds to a list", "[conf]")
+{
+	auto p = parse("pool = 8\nmode = thp\npool = 16\nwarm = /a\nmode = off\nwarm = /b\nwarm = /a\n"
+		       "match = x\nmatch = y");
+	REQUIRE(p->rc == 0);
+	CHECK(p->conf.pool == 16);
+	CHECK(p->conf.mode == HT_CONF_MODE_OFF);
+	CHECK(std::string(p->conf.match) == "y");
+	REQUIRE(p->conf.nwarm == 3);
+	CHECK(std::string(ht_conf_warm(&p->conf, 0)) == "/a");
+	CHECK(std::string(ht_conf_warm(&p->conf, 1)) == "/b");
+	CHECK(std::string(ht_conf_warm(&p->conf, 2)) == "/a");
+}
+
+TEST_CASE("the warm list holds 64 entries and 8 KiB of paths, no more", "[conf]")
+{
+	std::string text;
+	for (unsigned i = 0; i < HT_CONF_WARM_MAX; i++)
+		text += "warm = /w" + std::to_string(i) + "\n";
+	auto p = parse(text);
+	REQUIRE(p->rc == 0);
+	CHECK(p->conf.nwarm == HT_CONF_WARM_MAX);
+	CHECK(std::string(ht_conf_warm(&p->conf, 63)) == "/w63");
+	p = parse(text + "warm = /one-more\n");
+	CHECK(p->rc == -EINVAL);
+	CHECK(p->err == "line 65: warm: more than 64 files");
+
+	std::string path(1000, 'p');
+	path[0] = '/';
+	text.clear();
+	for (int i = 0; i < 8; i++)
+		text += "warm = " + path + "\n";
+	p = parse(text);
+	REQUIRE(p->rc == 0);
+	p = parse(text + "warm = " + path + "\n");
+	CHECK(p->rc == -EINVAL);
+	CHECK(p->err == "line 9: warm: the paths take more than 8192 bytes in all");
+	CHECK(parse("warm = relative/path")->err == "line 1: warm: 'relative/path' is not an absolute path");
+}
+
+TEST_CASE("sizes take K, M or G in binary units and refuse overflow", "[conf]")
+{
+	const struct {
+		const char *text;
+		uint64_t bytes;
+	} good[] = {
+		{ "0", 0 }, { "4096", 4096 }, { "64K", 64 << 10 }, { "64k", 64 << 10 }, { "2M", 2 << 20 },
+		{ "3G", 3ull << 30 }, { "18446744073709551615", UINT64_MAX }, { "17179869183G", 17179869183ull << 30 },
+	};
+	for (auto &g : good) {
+		auto p = parse(std::string("min_code = ") + g.text);
+		INFO(g.text);
+		REQUIRE(p->rc == 0);
+		CHECK(p->conf.min_code == g.bytes);
+	}
+	for (const char *bad : { "18446744073709551616", "17179869184G", "16777216T", "2MB", "2 M", "-1", "M", "2MiB",
+				 "0x10", "1.5M" }) {
+		auto p = parse(std::string("min_code = ") + bad);
+		INFO(bad);
+		CHECK(p->rc == -EINVAL);
+		CHECK(p->err.rfind("line 1: min_code: '", 0) == 0);
+	}
+}
+
+TEST_CASE("numbers and flags are checked", "[conf]")
+{
+	CHECK(parse("budget_ms = 3600000")->conf.budget_ms == 3600000);
+	CHECK(parse("budget_ms = 3600001")->err == "line 1: budget_ms: larger than 3600000");
+	CHECK(parse("budget_ms = 99999999999999999999999")->rc == -EINVAL);
+	CHECK(parse("pool = 16777216")->conf.pool == 16777216);
+	CHECK(parse("pool = 16777217")->err == "line 1: pool: larger than 16777216");
+	CHECK(parse("pool = -1")->err == "line 1: pool: '-1' is not a whole number");
+	CHECK(parse("pool = 0")->conf.set == HT_CONF_POOL);
+	for (const char *key : { "page_cache", "async", "verbose" }) {
+		CHECK(parse(std::string(key) + " = 1")->rc == 0);
+		CHECK(parse(std::string(key) + " = 0")->rc == 0);
+		CHECK(parse(std::string(key) + " = yes")->err == std::string("line 1: ") + key + ": 'yes' is neither 0 nor 1");
+		CHECK(parse(std::string(key) + " = 2")->rc == -EINVAL);
+	}
+}
+
+TEST_CASE("a bad line rejects the whole file, naming the line", "[conf]")
+{
+	const struct {
+		const char *text, *err;
+	} cases[] = {
+		{ "mode = auto\njust words\n", "line 2: not 'key = value'" },
+		{ "\n\n\nmatch =\n", "line 4: match: no value" },
+		{ "Mode = auto\n", "line 1: 'Mode' is not a key (lowercase letters, digits and '_')" },
+		{ "= auto\n", "line 1: '' is not a key (lowercase letters, digits and '_')" },
+		{ "my key = 1\n", "line 1: 'my key' is not a key (lowercase letters, digits and '_')" },
+		{ "hugetlbfs = dev/hugepages\n", "line 1: hugetlbfs: 'dev/hugepages' is not an absolute path" },
+		{ "pool = 4 # pages\npool = four\n", "line 2: pool: 'four' is not a whole number" },
+	};
+	for (auto &c : cases) {
+		INFO(c.text);
+		auto p = parse(c.text);
+		CHECK(p->rc == -EINVAL);
+		CHECK(p->err == c.err);
+		CHECK(all_zero(p->conf)); // nothing of the good lines before is kept
+	}
+}
+
+TEST_CASE("values longer than their field are refused", "[conf]")
+{
+	std::string re(HT_CONF_RE_MAX - 1, 'a');
+	CHECK(parse("match = " + re)->rc == 0);
+	CHECK(parse("match = " + re + "a")->err == "line 1: match: value longer than 1023 bytes");
+	std::string path = "/" + std::string(HT_CONF_PATH_MAX - 1, 'd');
+	CHECK(parse("hugetlbfs = " + path)->err == "line 1: hugetlbfs: value longer than 1023 bytes");
+}
+
+TEST_CASE("overlong lines, NUL bytes and oversized buffers are refused", "[conf]")
+{
+	std::string comment = "#" + std::string(HT_CONF_MAX_LINE - 1, 'c');
+	CHECK(parse(comment + "\n")->rc == 0);
+	auto p = parse("pool = 1\n" + comment + "c\n");
+	CHECK(p->rc == -EINVAL);
+	CHECK(p->err == "line 2: longer than 4096 bytes");
+
+	p = parse(std::string("pool = 1\nmode = a\0to\n", 21));
+	CHECK(p->rc == -EINVAL);
+	CHECK(p->err == "line 2: holds a NUL byte");
+	p = parse(std::string("# \0\n", 4));
+	CHECK(p->err == "line 1: holds a NUL byte");
+
+	std::string big;
+	while (big.size() <= HT_CONF_MAX_BYTES)
+		big += "# filler filler filler filler filler filler filler filler\n";
+	p = parse(big);
+	CHECK(p->rc == -EINVAL);
+	CHECK(p->err == "longer than 65536 bytes");
+}
+
+TEST_CASE("unknown keys are kept aside and the file still counts", "[conf]")
+{
+	std::string text = "pool = 2\nfuture_key = x\n";
+	for (int i = 0; i < 10; i++)
+		text += "other" + std::to_string(i) + " = y\n";
+	text += "a_very_long_key_name_from_a_future_version = 1\n";
+	auto p = parse(text);
+	REQUIRE(p->rc == 0);
+	CHECK(p->conf.pool == 2);
+	CHECK(p->conf.nunknown == 12);
+	CHECK(std::string(p->conf.unknown[0]) == "future_key");
+	CHECK(p->conf.unknown_line[0] == 2);
+	CHECK(std::string(p->conf.unknown[7]) == "other6");
+	CHECK(p->conf.unknown_line[7] == 9);
+}
+
+TEST_CASE("the parser takes a buffer without a final newline or NUL", "[conf]")
+{
+	std::string text = "pool = 12345";
+	auto p = parse(text.substr(0, 9)); // "pool = 12"
+	REQUIRE(p->rc == 0);
+	CHECK(p->conf.pool == 12);
+	ht_conf c;
+	CHECK(ht_conf_parse(nullptr, 0, &c, nullptr, 0) == 0);
+	CHECK(ht_conf_parse(nullptr, 1, &c, nullptr, 0) == -EINVAL);
+	CHECK(ht_conf_parse("x", 1, nullptr, nullptr, 0) == -EINVAL);
+	char small[8];
+	CHECK(ht_conf_parse("bad", 3, &c, small, sizeof(small)) == -EINVAL);
+	CHECK(std::string(small) == "line 1:"); // truncated, terminated
+}
+
+TEST_CASE("the loader: a missing file is silent", "[conf][load]")
+{
+	auto p = load(temp_path("no-such-conf"));
+	CHECK(p->rc == -ENOENT);
+	CHECK(p->err.empty());
+}
+
+TEST_CASE("the loader reads a root-owned file writable by root alone", "[conf][load]")
+{
+	if (geteuid() != 0) {
+		WARN("not root: cannot make a root-owned file; the other loader cases still run");
+		return;
+	}
+	conf_file f("conf-good", "pool = 3\nwarm = /bin/true\n", 0644);
+	auto p = load(f.path);
+	CHECK(p->rc == 0);
+	CHECK(p->conf.pool == 3);
+	CHECK(p->conf.nwarm == 1);
+	conf_file ro("conf-readonly", "mode = off\n", 0400);
+	CHECK(load(ro.path)->conf.mode == HT_CONF_MODE_OFF);
+}
+
+TEST_CASE("the loader refuses files others own or may write", "[conf][load]")
+{
+	// Not root: every file the test makes is someone else's than root's.
+	uid_t other = geteuid() == 0 ? 65534 : geteuid();
+	{
+		conf_file f("conf-foreign", "pool = 3\n", 0644, other);
+		auto p = load(f.path);
+		CHECK(p->rc == -EPERM);
+		CHECK(p->err == f.path + ": not owned by root: ignored");
+		CHECK(all_zero(p->conf));
+	}
+	if (geteuid() != 0)
+		return;
+	for (unsigned mode : { 0664u, 0646u, 0666u, 0620u }) {
+		conf_file f("conf-writable", "pool = 3\n", mode);
+		auto p = load(f.path);
+		INFO(std::oct << mode);
+		CHECK(p->rc == -EPERM);
+		CHECK(p->err == f.path + ": writable by others than root: ignored");
+	}
+}
+
+TEST_CASE("the loader refuses a symbolic link, a FIFO and a directory", "[conf][load]")
+{
+	std::string link = temp_path("conf-link"), fifo = temp_path("conf-fifo"), dir = temp_path("conf-dir");
+	conf_file target("conf-target", "pool = 3\n");
+	unlink(link.c_str());
+	REQUIRE(symlink(target.path.c_str(), link.c_str()) == 0);
+	auto p = load(link);
+	CHECK(p->rc == -EPERM);
+	CHECK(p->err == link + ": a symbolic link: ignored");
+	unlink(link.c_str());
+
+	unlink(fifo.c_str());
+	REQUIRE(mkfifo(fifo.c_str(), 0644) == 0);
+	p = load(fifo); // must not block waiting for a writer
+	CHECK(p->rc == -EPERM);
+	CHECK(p->err == fifo + ": not a regular file: ignored");
+	unlink(fifo.c_str());
+
+	rmdir(dir.c_str());
+	REQUIRE(mkdir(dir.c_str(), 0755) == 0);
+	p = load(dir);
+	CHECK(p->rc == -EPERM);
+	CHECK(p->err == dir + ": not a regular file: ignored");
+	rmdir(dir.c_str());
+}
+
+TEST_CASE("the loader refuses a file past 64 KiB, and names a bad line", "[conf][load]")
+{
+	if (geteuid() != 0) {
+		WARN("not root: a file of ours is refused for its owner first");
+		return;
+	}
+	std::string big(HT_CONF_MAX_BYTES + 1, '\n');
+	conf_file f("conf-big", big);
+	auto p = load(f.path);
+	CHECK(p->rc == -EFBIG);
+	CHECK(p->err == f.path + ": longer than 65536 bytes: ignored");
+
+	conf_file exact("conf-exact", std::string(HT_CONF_MAX_BYTES, '\n'));
+	CHECK(load(exact.path)->rc == 0);
+
+	conf_file bad("conf-bad", "pool = 3\n\nbudget_ms = soon\n");
+	p = load(bad.path);
+	CHECK(p->rc == -EINVAL);
+	CHECK(p->err == bad.path + ": line 3: budget_ms: 'soon' is not a whole number");
+	CHECK(all_zero(p->conf));
+}
