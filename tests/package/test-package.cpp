@@ -15,8 +15,7 @@
 #include <thread>
 #include <vector>
 
-// run_prog: in robust.hpp, or helpers.hpp once moved (robust.hpp includes it).
-#include "../robust/robust.hpp"
+#include "../helpers.hpp"
 
 namespace fs = std::filesystem;
 
