@@ -149,9 +149,23 @@ static int needs_root(int err)
 	return err == -EACCES || err == -EPERM || err == -EROFS;
 }
 
+int hte_pool_resize(uint64_t kb, uint64_t want, long *got)
+{
+	char dir[256], path[300], text[32];
+	int err;
+
+	hte_pool_dir(kb, dir, sizeof(dir));
+	snprintf(path, sizeof(path), "%s/nr_hugepages", dir);
+	snprintf(text, sizeof(text), "%llu\n", (unsigned long long)want);
+	err = write_text(path, text);
+	/* The kernel may give fewer pages than asked, without an error: read back. */
+	*got = hte_read_count(dir, "nr_hugepages");
+	return err;
+}
+
 int hte_set_pool(uint64_t kb, const char *count)
 {
-	char dir[256], path[300], text[32], h[32];
+	char dir[256], h[32];
 	uint64_t want;
 	long got;
 	int err;
@@ -160,16 +174,13 @@ int hte_set_pool(uint64_t kb, const char *count)
 		hte_error("pool", "--set '%s': not a number of pages", count);
 		return HTE_EXIT_USAGE;
 	}
-	hte_pool_dir(kb, dir, sizeof(dir));
-	snprintf(path, sizeof(path), "%s/nr_hugepages", dir);
-	snprintf(text, sizeof(text), "%llu\n", (unsigned long long)want);
-	err = write_text(path, text);
+	err = hte_pool_resize(kb, want, &got);
 	if (err < 0) {
-		hte_error("pool", "%s: %s%s", path, strerror(-err),
+		hte_pool_dir(kb, dir, sizeof(dir));
+		hte_error("pool", "%s/nr_hugepages: %s%s", dir, strerror(-err),
 			  needs_root(err) ? ": changing the pool needs root" : "");
 		return HTE_EXIT_FAIL;
 	}
-	got = hte_read_count(dir, "nr_hugepages");
 	hte_human(kb * 1024, h, sizeof(h));
 	if (got < 0 || (uint64_t)got != want) {
 		hte_error("pool", "%s pool: asked for %llu pages, the kernel gave %ld (memory too fragmented? "

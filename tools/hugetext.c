@@ -4,6 +4,8 @@
 #include <string.h>
 
 #include "hugetext.h"
+#include "setup.h"
+#include "status.h"
 #include "tool.h"
 
 static const struct {
@@ -16,6 +18,8 @@ static const struct {
 	{ "run", hte_cmd_run, "hugetext run" },
 	{ "pool", hte_cmd_pool, "hugetext pool" },
 	{ "warm", hte_cmd_warm, "hugetext warm" },
+	{ "setup", hte_cmd_setup, "hugetext setup" },
+	{ "status", hte_cmd_status, "hugetext status" },
 };
 
 static void usage(FILE *f)
@@ -37,6 +41,11 @@ static void usage(FILE *f)
 	      "  warm FILE...\n"
 	      "        put FILE's code in the page cache as 2 MiB pages, which the kernel\n"
 	      "        then maps huge in every process, with no copy\n"
+	      "  setup [--config FILE] [--undo] [--dry-run]\n"
+	      "        do the pool, mount and warm keys of /etc/hugetext.conf, once (boot)\n"
+	      "  status [--json | --prometheus] [--min-code SIZE]\n"
+	      "        every process with code worth moving, how much of it is on huge\n"
+	      "        pages and how; the machine's pools and mounts\n"
 	      "\n"
 	      "'hugetext COMMAND --help' shows a command's options; man hugetext(1) has more.\n",
 	      f);

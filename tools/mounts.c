@@ -59,43 +59,64 @@ static int same_mount(const char *dir, uint64_t kb, void *arg)
 	return 0;
 }
 
-int hte_do_mount(uint64_t kb, const char *dir)
+int hte_mount_state(uint64_t kb, const char *dir)
 {
 	uint64_t sizes[HTE_MAX_SIZES], def = hte_default_kb();
 	size_t n = hte_pool_sizes(sizes, HTE_MAX_SIZES);
 	struct find_mount m = { dir, kb, 0 };
-	char opts[64], h[32];
 
-	hte_human(kb * 1024, h, sizeof(h));
-	if (dir[0] != '/') {
-		hte_error("pool", "--mount %s: give an absolute path", dir);
-		return HTE_EXIT_USAGE;
-	}
 	hte_each_mount(sizes, n, def, same_mount, &m);
-	if (m.found) {
-		if (m.found < 0) {
-			hte_error("pool", "%s: already a hugetlbfs mount of another page size", dir);
-			return HTE_EXIT_FAIL;
-		}
-		printf("%s: already hugetlbfs with %s pages\n", dir, h);
-		return HTE_EXIT_OK;
-	}
-	if (mkdir(dir, 0755) < 0 && errno != EEXIST) {
-		hte_error("pool", "%s: cannot make the directory: %s", dir, strerror(errno));
-		return HTE_EXIT_FAIL;
-	}
+	return m.found;
+}
+
+int hte_mount_hugetlbfs(uint64_t kb, const char *dir, int *made_dir)
+{
+	char opts[64];
+
+	*made_dir = 0;
+	if (mkdir(dir, 0755) == 0)
+		*made_dir = 1;
+	else if (errno != EEXIST)
+		return *made_dir = -1, -errno;
 	/*
 	 * Sticky and world-writable like /tmp: each user's processes make their
 	 * own private hugetext-UID there.  Not noexec: cached code is mapped
 	 * executable.
 	 */
 	snprintf(opts, sizeof(opts), "pagesize=%lluK,mode=1777", (unsigned long long)kb);
-	if (mount("hugetlbfs", dir, "hugetlbfs", MS_NOSUID | MS_NODEV, opts) < 0) {
-		int err = errno;
+	if (mount("hugetlbfs", dir, "hugetlbfs", MS_NOSUID | MS_NODEV, opts) < 0)
+		return -errno;
+	return 0;
+}
 
-		hte_error("pool", "%s: cannot mount hugetlbfs: %s%s", dir, strerror(err),
-			  err == EPERM ? ": mounting needs root (CAP_SYS_ADMIN)" :
-			  err == ENODEV ? ": the kernel has no hugetlbfs" : "");
+int hte_do_mount(uint64_t kb, const char *dir)
+{
+	int found, made, err;
+	char h[32];
+
+	hte_human(kb * 1024, h, sizeof(h));
+	if (dir[0] != '/') {
+		hte_error("pool", "--mount %s: give an absolute path", dir);
+		return HTE_EXIT_USAGE;
+	}
+	found = hte_mount_state(kb, dir);
+	if (found) {
+		if (found < 0) {
+			hte_error("pool", "%s: already a hugetlbfs mount of another page size", dir);
+			return HTE_EXIT_FAIL;
+		}
+		printf("%s: already hugetlbfs with %s pages\n", dir, h);
+		return HTE_EXIT_OK;
+	}
+	err = hte_mount_hugetlbfs(kb, dir, &made);
+	if (err < 0 && made < 0) {
+		hte_error("pool", "%s: cannot make the directory: %s", dir, strerror(-err));
+		return HTE_EXIT_FAIL;
+	}
+	if (err < 0) {
+		hte_error("pool", "%s: cannot mount hugetlbfs: %s%s", dir, strerror(-err),
+			  err == -EPERM ? ": mounting needs root (CAP_SYS_ADMIN)" :
+			  err == -ENODEV ? ": the kernel has no hugetlbfs" : "");
 		return HTE_EXIT_FAIL;
 	}
 	printf("%s: hugetlbfs with %s pages\n", dir, h);

@@ -61,6 +61,12 @@ void hte_pool_dir(uint64_t kb, char *buf, size_t len);
 uint64_t hte_default_kb(void);
 /* The page size @arg ("2M"; NULL: the default), checked; 0 or an exit status. */
 int hte_pick_size(const char *arg, uint64_t *kb_out);
+/*
+ * Writes @want to the pool of @kb pages; *@got is the size the kernel then
+ * reports (it may give fewer pages, silently), or a negative errno.
+ * Returns: 0, or a negative errno from the write.
+ */
+int hte_pool_resize(uint64_t kb, uint64_t want, long *got);
 /* `pool --set`: sizes the pool of @kb pages to @count; an exit status. */
 int hte_set_pool(uint64_t kb, const char *count);
 
@@ -73,6 +79,14 @@ int hte_set_pool(uint64_t kb, const char *count);
  */
 int hte_each_mount(const uint64_t *kb, size_t n, uint64_t def,
 		   int (*fn)(const char *dir, uint64_t kb, void *arg), void *arg);
+/* 1: hugetlbfs of @kb pages is mounted at @dir; -1: of another size; 0: neither. */
+int hte_mount_state(uint64_t kb, const char *dir);
+/*
+ * Mounts hugetlbfs of @kb pages at @dir (mode 1777, nosuid, nodev), making
+ * the directory if missing: *@made_dir is 1 when made, -1 when making it
+ * failed.  Returns: 0, or a negative errno.
+ */
+int hte_mount_hugetlbfs(uint64_t kb, const char *dir, int *made_dir);
 /* `pool --mount`: hugetlbfs of @kb pages at @dir, unless there; an exit status. */
 int hte_do_mount(uint64_t kb, const char *dir);
 

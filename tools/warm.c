@@ -20,6 +20,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "setup.h"
 #include "sys.h"
 
 #define HUGE (2ULL << 20)
@@ -83,48 +84,76 @@ static long long warm_range(int fd, uint64_t lo, uint64_t hi)
 	return (long long)huge;
 }
 
-static int warm_one(const char *path)
+/*
+ * With @probe, reads the code through the MADV_HUGEPAGE mapping without
+ * dropping anything first: code already in 2 MiB pages stays as it is and
+ * is counted; the read stops at the first 2 MiB that is not.
+ */
+int hte_warm_file(const char *path, int probe, struct hte_warm *w)
 {
 	struct chunk_range r;
 	struct hte_file f;
-	char a[32], b[32];
 	long long huge;
-	int fd, exec_file;
+	int fd;
 
+	memset(w, 0, sizeof(*w));
 	if (hte_file_open(&f, path, 0, "warm") < 0)
-		return HTE_EXIT_FAIL;
-	exec_file = f.elf.type == 2; /* ET_EXEC: loaded where its headers say */
+		return -1;
+	w->exec_file = f.elf.type == 2; /* ET_EXEC: loaded where its headers say */
 	if (text_chunks(&f.elf, f.len, &r) < 0) {
 		hte_file_close(&f);
-		printf("%s: no whole 2 MiB of executable code: nothing to warm\n", path);
-		return HTE_EXIT_FAIL;
+		return 1;
 	}
+	w->code = r.hi - r.lo;
+	w->congruent = r.congruent;
 	/* Our own descriptor: the checked file, whatever happens to the path. */
 	fd = fcntl(f.fd, F_DUPFD_CLOEXEC, 0);
 	/* Unmapped first: pages we map ourselves could not be dropped. */
 	hte_file_close(&f);
 	if (fd < 0) {
 		hte_error("warm", "%s: %s", path, strerror(errno));
-		return HTE_EXIT_FAIL;
+		return -1;
+	}
+	if (probe && ht_sys_read_huge(fd, r.lo, (size_t)w->code) == (int64_t)w->code) {
+		close(fd);
+		w->huge = w->code;
+		w->already = 1;
+		return 0;
 	}
 	huge = warm_range(fd, r.lo, r.hi);
 	close(fd);
 	if (huge < 0) {
 		hte_error("warm", "%s: %s", path, strerror(errno));
+		return -1;
+	}
+	w->huge = (uint64_t)huge;
+	return 0;
+}
+
+static int warm_one(const char *path)
+{
+	struct hte_warm w;
+	char a[32], b[32];
+	int err = hte_warm_file(path, 0, &w);
+
+	if (err < 0)
+		return HTE_EXIT_FAIL;
+	if (err > 0) {
+		printf("%s: no whole 2 MiB of executable code: nothing to warm\n", path);
 		return HTE_EXIT_FAIL;
 	}
 	printf("%s: %s of %s of code in 2 MiB page-cache pages", path,
-	       hte_human((uint64_t)huge, a, sizeof(a)), hte_human(r.hi - r.lo, b, sizeof(b)));
-	if ((uint64_t)huge < r.hi - r.lo)
+	       hte_human(w.huge, a, sizeof(a)), hte_human(w.code, b, sizeof(b)));
+	if (w.huge < w.code)
 		printf("; the rest stays in small pages (running processes map them, or the file "
 		       "system keeps no 2 MiB pages)");
-	if (!r.congruent)
+	if (!w.congruent)
 		printf("; its code's addresses and file offsets differ modulo 2 MiB, so the kernel "
 		       "cannot map it with huge pages (relink with -z max-page-size=0x200000)");
-	else if (!exec_file)
+	else if (!w.exec_file)
 		printf("; mapped huge where it is loaded at a 2 MiB-aligned address");
 	printf("\n");
-	return (uint64_t)huge == r.hi - r.lo && r.congruent ? HTE_EXIT_OK : HTE_EXIT_FAIL;
+	return w.huge == w.code && w.congruent ? HTE_EXIT_OK : HTE_EXIT_FAIL;
 }
 
 int hte_cmd_warm(int argc, char **argv)

@@ -1,0 +1,280 @@
+// Description: `hugetext status`: smaps text and mount lines to counts (pure,
+// fixed text), its three outputs against golden files, and a live process
+// moved by the preload listed with its huge pages.
+#include <catch2/catch.hpp>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <unistd.h>
+
+#include "tooltest.hpp"
+
+extern "C" {
+#include "status.h"
+}
+
+namespace {
+
+// One smaps VMA: the header line and the counters that matter here.
+std::string vma(const std::string &header, unsigned rss_kb, unsigned anon_huge_kb = 0, unsigned file_pmd_kb = 0,
+		unsigned hugetlb_kb = 0, unsigned page_kb = 4, unsigned shmem_pmd_kb = 0)
+{
+	char b[1024];
+	std::snprintf(b, sizeof(b),
+		      "%s\nSize:           %8u kB\nKernelPageSize: %8u kB\nMMUPageSize:    %8u kB\n"
+		      "Rss:            %8u kB\nAnonymous:      %8u kB\nAnonHugePages:  %8u kB\n"
+		      "ShmemPmdMapped: %8u kB\nFilePmdMapped:  %8u kB\nShared_Hugetlb: %8u kB\n"
+		      "Private_Hugetlb:       0 kB\nVmFlags: rd ex mr mw me\n",
+		      header.c_str(), rss_kb, page_kb, page_kb, rss_kb, anon_huge_kb, anon_huge_kb, shmem_pmd_kb,
+		      file_pmd_kb, hugetlb_kb);
+	return b;
+}
+
+// A process with each kind of huge code, and code that is not huge.
+const std::string smaps_mixed =
+	vma("555500000000-555500200000 r--p 00000000 08:01 100 /usr/bin/node", 2048) +
+	// the program's code: 8 MiB in the page cache's 2 MiB pages, 2 MiB small
+	vma("555500200000-555500c00000 r-xp 00200000 08:01 100 /usr/bin/node", 10240, 0, 8192) +
+	// a library copied onto THP by the preload (anonymous now)
+	vma("7f0000000000-7f0000600000 r-xp 00000000 00:00 0 ", 6144, 6144) +
+	// a copy on explicit pages: a hugetlbfs file that is not the cache
+	vma("7f1000000000-7f1000400000 r-xp 00000000 00:2d 77 /anon_hugepage (deleted)", 4096, 0, 0, 4096, 2048) +
+	// an entry of the shared cache of user 1000
+	vma("7f2000000000-7f2000400000 r-xp 00000000 00:2e 12 /dev/hugepages/hugetext-1000/abc123.text", 4096, 0,
+	    0, 4096, 2048) +
+	// a file of a huge tmpfs
+	vma("7f3000000000-7f3000200000 r-xp 00000000 00:30 5 /run/huge/libfoo.so", 2048, 0, 0, 0, 4, 2048) +
+	// writable data on THP: not code
+	vma("7f4000000000-7f4000400000 rw-p 00000000 00:00 0 ", 4096, 4096) +
+	vma("ffffffffff600000-ffffffffff601000 --xp 00000000 00:00 0                  [vsyscall]", 0);
+
+struct status_holder {
+	hte_status st{};
+	~status_holder() { hte_status_free(&st); }
+};
+
+void add_mounts(hte_status &st, const std::string &text)
+{
+	size_t pos = 0;
+	while (pos < text.size()) {
+		size_t nl = text.find('\n', pos);
+		if (nl == std::string::npos)
+			nl = text.size();
+		hte_huge_mount m;
+		if (hte_status_mount_line(text.data() + pos, nl - pos, 2048, &m))
+			REQUIRE(hte_status_add_mount(&st, &m) == 0);
+		pos = nl + 1;
+	}
+}
+
+const char *mounts_text = "sysfs /sys sysfs rw,nosuid,nodev,noexec,relatime 0 0\n"
+			  "hugetlbfs /dev/hugepages hugetlbfs rw,relatime,pagesize=2M 0 0\n"
+			  "none /mnt/huge\\0401g hugetlbfs rw,relatime,pagesize=1024M 0 0\n"
+			  "none /mnt/default hugetlbfs rw,relatime 0 0\n"
+			  "tmpfs /run/huge tmpfs rw,nosuid,size=1048576k,huge=within_size 0 0\n"
+			  "tmpfs /tmp tmpfs rw,nosuid,nodev 0 0\n"
+			  "tmpfs /run/never tmpfs rw,huge=never 0 0\n"
+			  "/dev/sda1 / ext4 rw,relatime 0 0\n";
+
+std::string to_string(void (*fn)(FILE *, const hte_status *), const hte_status &st)
+{
+	char *buf = nullptr;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	REQUIRE(f);
+	fn(f, &st);
+	fclose(f);
+	std::string s(buf, len);
+	free(buf);
+	return s;
+}
+
+// The fixed machine of the golden files.
+void fixed_status(hte_status &st)
+{
+	st.min_code = 2u << 20;
+	add_mounts(st, mounts_text);
+	hte_proc p{};
+	p.pid = 4242;
+	std::snprintf(p.program, sizeof(p.program), "/usr/bin/node");
+	hte_status_smaps(smaps_mixed.data(), smaps_mixed.size(), &st, &p);
+	REQUIRE(hte_status_add_proc(&st, &p) == 0);
+	hte_proc q{};
+	q.pid = 77;
+	std::snprintf(q.program, sizeof(q.program), "/opt/we\"ird\\name\nx");
+	q.code = 3u << 20;
+	REQUIRE(hte_status_add_proc(&st, &q) == 0);
+	REQUIRE(hte_status_add_unread(&st, 5, EACCES) == 0);
+	REQUIRE(hte_status_add_unread(&st, 9, EIO) == 0);
+	REQUIRE(hte_status_add_unread(&st, 12, EPERM) == 0);
+	st.npools = 2;
+	st.pools[0] = { 2048, 64, 60 };
+	st.pools[1] = { 1048576, 0, 0 };
+	std::snprintf(st.thp_enabled, sizeof(st.thp_enabled), "madvise");
+	std::snprintf(st.thp_defrag, sizeof(st.thp_defrag), "madvise");
+	std::snprintf(st.thp_shmem, sizeof(st.thp_shmem), "never");
+}
+
+} // namespace
+
+TEST_CASE("smaps: each executable mapping's huge bytes count under how they got there", "[status][pure]")
+{
+	status_holder h;
+	add_mounts(h.st, mounts_text);
+	hte_proc p{};
+	hte_status_smaps(smaps_mixed.data(), smaps_mixed.size(), &h.st, &p);
+	CHECK(p.code == (10u + 6 + 4 + 4 + 2) * 1024 * 1024 + 4096);
+	CHECK(p.huge[HTE_HOW_PAGE_CACHE] == 8u << 20);
+	CHECK(p.huge[HTE_HOW_THP] == 6u << 20);
+	CHECK(p.huge[HTE_HOW_HUGETLB] == 4u << 20);
+	CHECK(p.huge[HTE_HOW_SHARED_CACHE] == 4u << 20);
+	CHECK(p.huge[HTE_HOW_TMPFS] == 2u << 20);
+}
+
+TEST_CASE("smaps: the shared cache is a hugetext-UID directory right under a huge mount, or the share dir",
+	  "[status][pure]")
+{
+	status_holder h;
+	add_mounts(h.st, mounts_text);
+	auto cache_bytes = [&](const std::string &path) {
+		std::string s = vma("7f2000000000-7f2000400000 r-xp 00000000 00:2e 12 " + path, 4096, 0, 0, 4096, 2048);
+		hte_proc p{};
+		hte_status_smaps(s.data(), s.size(), &h.st, &p);
+		return p.huge[HTE_HOW_SHARED_CACHE];
+	};
+	CHECK(cache_bytes("/dev/hugepages/hugetext-0/x.text") == 4u << 20);
+	CHECK(cache_bytes("/mnt/huge 1g/hugetext-12/x.text") == 4u << 20); // the mount's \040 decoded
+	CHECK(cache_bytes("/run/huge/hugetext-5/x.text") == 4u << 20);
+	CHECK(cache_bytes("/dev/hugepages/other/x.text") == 0);
+	CHECK(cache_bytes("/dev/hugepages/hugetext-x/x.text") == 0);
+	CHECK(cache_bytes("/dev/hugepages/a/hugetext-0/x.text") == 0);
+	CHECK(cache_bytes("/tmp/hugetext-0/x.text") == 0); // /tmp is no huge mount
+	CHECK(cache_bytes("/srv/cache/x.text") == 0);
+	std::snprintf(h.st.share_dir, sizeof(h.st.share_dir), "/srv/cache/");
+	CHECK(cache_bytes("/srv/cache/x.text") == 4u << 20);
+	CHECK(cache_bytes("/srv/cache/sub/x.text") == 0);
+	CHECK(cache_bytes("/srv/cachex/x.text") == 0);
+}
+
+TEST_CASE("mount lines: hugetlbfs with its page size, tmpfs only with huge=", "[status][pure]")
+{
+	status_holder h;
+	add_mounts(h.st, mounts_text);
+	REQUIRE(h.st.nmounts == 4);
+	CHECK(std::string(h.st.mounts[0].path) == "/dev/hugepages");
+	CHECK(h.st.mounts[0].page_kb == 2048);
+	CHECK(std::string(h.st.mounts[1].path) == "/mnt/huge 1g");
+	CHECK(h.st.mounts[1].page_kb == 1048576);
+	CHECK(std::string(h.st.mounts[2].path) == "/mnt/default");
+	CHECK(h.st.mounts[2].page_kb == 2048);
+	CHECK(std::string(h.st.mounts[3].type) == "tmpfs");
+	CHECK(std::string(h.st.mounts[3].huge) == "within_size");
+	CHECK(h.st.mounts[3].page_kb == 0);
+	hte_huge_mount m;
+	for (const char *bad : { "", "hugetlbfs", "hugetlbfs /x", "hugetlbfs /x hugetlbfs", "tmpfs /x tmpfs huge=deny 0 0" })
+		CHECK(hte_status_mount_line(bad, std::strlen(bad), 2048, &m) == 0);
+}
+
+TEST_CASE("the text, JSON and Prometheus outputs match their golden files", "[status][golden]")
+{
+	status_holder h;
+	fixed_status(h.st);
+	CHECK(golden_diff("status.txt", to_string(hte_status_text, h.st)) == "");
+	CHECK(golden_diff("status.json", to_string(hte_status_json, h.st)) == "");
+	CHECK(golden_diff("status.prom", to_string(hte_status_prometheus, h.st)) == "");
+}
+
+TEST_CASE("an empty machine still gives well-formed outputs", "[status][golden]")
+{
+	status_holder h;
+	h.st.min_code = 2u << 20;
+	std::string j = to_string(hte_status_json, h.st);
+	CHECK(j == "{\n  \"min_code\": 2097152,\n  \"processes\": [],\n  \"unreadable\": [],\n  \"pools\": [],\n"
+		   "  \"mounts\": [],\n  \"thp\": {\"enabled\": \"\", \"defrag\": \"\", \"shmem_enabled\": \"\"}\n}\n");
+	std::string t = to_string(hte_status_text, h.st);
+	CHECK(t.find("Processes with at least 2.0 MiB of code: 0\n") == 0);
+	std::string p = to_string(hte_status_prometheus, h.st);
+	CHECK(p.find("# TYPE hugetext_pool_pages gauge\n") != std::string::npos);
+}
+
+TEST_CASE("status's usage errors exit 2", "[status][cli]")
+{
+	run_result r = tool({ "status", "--min-code", "lots" });
+	CHECK(r.status == 2);
+	CHECK(r.err.find("--min-code 'lots': not a size") != std::string::npos);
+	r = tool({ "status", "--json", "--prometheus" });
+	CHECK(r.status == 2);
+	r = tool({ "status", "extra" });
+	CHECK(r.status == 2);
+	r = tool({ "status", "--help" });
+	CHECK(r.status == 0);
+	CHECK(r.out.find("usage: hugetext status") == 0);
+}
+
+TEST_CASE("a process moved by the preload is listed with its huge pages", "[status][live]")
+{
+	std::string prog = real_path(build_path("tests/tools/tools-waiter"));
+	std::string report = temp_path("status-waiter.json");
+	child w({ tool_path(), "run", "--mode", "thp", "--report", report, "--", prog });
+	REQUIRE(w.read_line().compare(0, 5, "ready") == 0);
+	std::string pid = std::to_string(w.pid);
+
+	run_result j = tool({ "status", "--json", "--min-code", "4M" });
+	run_result p = tool({ "status", "--prometheus", "--min-code", "4M" });
+	run_result t = tool({ "status" });
+	CHECK(w.finish() == 0);
+	std::string moved;
+	for (auto &l : read_report(report))
+		if (l["object"] == prog)
+			moved = l["status"];
+	unlink(report.c_str());
+
+	REQUIRE(j.status == 0);
+	size_t at = j.out.find("{\"pid\": " + pid + ", \"program\": \"" + prog + "\"");
+	REQUIRE(at != std::string::npos);
+	std::string line = j.out.substr(at, j.out.find('\n', at) - at);
+	INFO(line);
+	auto number = [&](const std::string &key) {
+		size_t k = line.find("\"" + key + "\": ");
+		REQUIRE(k != std::string::npos);
+		return std::stoull(line.substr(k + key.size() + 4));
+	};
+	CHECK(number("code_bytes") >= 8u << 20);
+	if (thp_enabled() && moved == "ok") {
+		CHECK(number("huge_bytes") >= 2u << 20);
+		CHECK(number("thp") >= 2u << 20);
+	} else {
+		WARN("the preload did not move the waiter (THP off or no room): huge bytes not checked");
+	}
+	CHECK(j.out.find("\"unreadable\": [") != std::string::npos);
+
+	REQUIRE(p.status == 0);
+	CHECK(p.out.find("hugetext_process_code_bytes{pid=\"" + pid + "\",program=\"" + prog + "\"} ") !=
+	      std::string::npos);
+	CHECK(p.out.find("hugetext_process_huge_bytes{pid=\"" + pid + "\",program=\"" + prog + "\",how=\"thp\"} ") !=
+	      std::string::npos);
+	CHECK(t.status == 0);
+	CHECK(t.out.find("Huge page pools:\n") != std::string::npos);
+}
+
+TEST_CASE("other users' processes are counted as not read when we may not read them", "[status][live]")
+{
+	if (geteuid() == 0) {
+		// As root every process is readable; ask as nobody instead, when we can.
+		if (!have_program("setpriv")) {
+			WARN("no setpriv: cannot run status as another user");
+			return;
+		}
+		run_result r = run_cmd({ "setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", tool_path(),
+					 "status", "--json" });
+		REQUIRE(r.status == 0);
+		// pid 1 is root's: nobody cannot read its smaps.
+		CHECK(r.out.find("{\"pid\": 1, \"reason\": \"permission denied\"}") != std::string::npos);
+		return;
+	}
+	run_result r = tool({ "status", "--json" });
+	REQUIRE(r.status == 0);
+	CHECK(r.out.find("{\"pid\": 1, \"reason\": \"permission denied\"}") != std::string::npos);
+}

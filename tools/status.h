@@ -1,0 +1,107 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * hugetext status: which processes of the machine have code worth moving,
+ * and how much of it sits on huge pages, by which path.  What is gathered
+ * lands in struct hte_status; reading smaps text and writing the three
+ * outputs are pure functions on it (statusfmt.c), tested with fixed text.
+ */
+#ifndef HTE_STATUS_H
+#define HTE_STATUS_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "poolcmd.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* How code came to sit on huge pages. */
+enum hte_how {
+	HTE_HOW_THP = 0,      /* an anonymous copy on transparent huge pages */
+	HTE_HOW_HUGETLB,      /* a copy on hugetlbfs (explicit pages) */
+	HTE_HOW_PAGE_CACHE,   /* the file's own 2 MiB page-cache pages (FilePmdMapped) */
+	HTE_HOW_SHARED_CACHE, /* a file of the shared text cache */
+	HTE_HOW_TMPFS,        /* a file of a huge tmpfs (ShmemPmdMapped) */
+	HTE_HOW_N,
+};
+
+/* "thp", "hugetlb", "page_cache", "shared_cache", "tmpfs". */
+const char *hte_how_name(enum hte_how how);
+
+struct hte_proc {
+	long pid;
+	char program[256];
+	uint64_t code;             /* bytes of executable mappings */
+	uint64_t huge[HTE_HOW_N];  /* of them on huge pages, by path */
+};
+
+/* A process whose smaps could not be read. */
+struct hte_unread {
+	long pid;
+	int err; /* positive errno */
+};
+
+/* A mount that can hold huge pages: hugetlbfs, or tmpfs with huge=. */
+struct hte_huge_mount {
+	char path[512];
+	char type[16];    /* "hugetlbfs" or "tmpfs" */
+	uint64_t page_kb; /* hugetlbfs: its page size; 0 for tmpfs */
+	char huge[16];    /* tmpfs: the huge= option */
+};
+
+struct hte_pool_count {
+	uint64_t kb;
+	long total, free; /* -1: unreadable */
+};
+
+struct hte_status {
+	uint64_t min_code;
+	struct hte_proc *procs;
+	size_t nprocs, cap_procs;
+	struct hte_unread *unread;
+	size_t nunread, cap_unread;
+	struct hte_pool_count pools[HTE_MAX_SIZES];
+	size_t npools;
+	struct hte_huge_mount *mounts;
+	size_t nmounts, cap_mounts;
+	char share_dir[512];   /* $HUGETEXT_SHARE_DIR, or "" */
+	char thp_enabled[32], thp_defrag[32], thp_shmem[32]; /* "" when unreadable */
+};
+
+/*
+ * Sums the executable mappings of one process's smaps text into @p's code
+ * and huge counts.  A mapping counts as the shared cache when its file
+ * lies in @st's share_dir, or in a hugetext-UID directory right under one
+ * of @st's mounts.
+ */
+void hte_status_smaps(const char *buf, size_t len, const struct hte_status *st, struct hte_proc *p);
+
+/*
+ * One line of /proc/self/mounts text: fills @m and returns 1 when it is a
+ * hugetlbfs mount or a tmpfs mounted with huge=always, within_size or
+ * advise; 0 otherwise.  @default_kb is the page size of a hugetlbfs
+ * without pagesize=.
+ */
+int hte_status_mount_line(const char *line, size_t len, uint64_t default_kb, struct hte_huge_mount *m);
+
+/* Adds to the growing arrays; -1 when out of memory. */
+int hte_status_add_proc(struct hte_status *st, const struct hte_proc *p);
+int hte_status_add_unread(struct hte_status *st, long pid, int err);
+int hte_status_add_mount(struct hte_status *st, const struct hte_huge_mount *m);
+void hte_status_free(struct hte_status *st);
+
+/* The three outputs. */
+void hte_status_text(FILE *f, const struct hte_status *st);
+void hte_status_json(FILE *f, const struct hte_status *st);
+void hte_status_prometheus(FILE *f, const struct hte_status *st);
+
+int hte_cmd_status(int argc, char **argv);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
