@@ -1,0 +1,91 @@
+/* SPDX-License-Identifier: MIT */
+/* The preload's policy: which programs, and whether any code is worth moving. */
+#include "policy.h"
+
+#include <elf.h>
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "internal.h"
+
+void ht_policy_init(struct ht_policy *p)
+{
+	p->programs = NULL;
+	p->min_code = HT_POLICY_MIN_CODE_DEFAULT;
+	p->async = 0;
+}
+
+void ht_policy_from_conf(const struct ht_conf *c, struct ht_options *opt, struct ht_policy *p)
+{
+	if (c->set & HT_CONF_MODE)
+		opt->mode = (enum ht_mode)c->mode;
+	if (c->set & HT_CONF_MATCH)
+		opt->match = c->match;
+	if (c->set & HT_CONF_IGNORE)
+		opt->ignore = c->ignore;
+	if (c->set & HT_CONF_BUDGET_MS)
+		opt->budget_ms = c->budget_ms;
+	if (c->set & HT_CONF_PAGE_CACHE)
+		opt->page_cache = c->page_cache;
+	if (c->set & HT_CONF_VERBOSE)
+		opt->verbose = c->verbose;
+	if (c->set & HT_CONF_PROGRAMS)
+		p->programs = c->programs;
+	if (c->set & HT_CONF_MIN_CODE)
+		p->min_code = c->min_code;
+	if (c->set & HT_CONF_ASYNC)
+		p->async = c->async;
+}
+
+static void note(char *notes, size_t len, const char *var, const char *val)
+{
+	size_t used;
+
+	if (!notes || len == 0)
+		return;
+	used = strnlen(notes, len);
+	if (used + 1 < len)
+		snprintf(notes + used, len - used, "%signored %s=\"%.40s\"", used ? "; " : "", var,
+			 val);
+}
+
+void ht_policy_env(struct ht_policy *p, char *(*get)(const char *), char *notes, size_t len)
+{
+	const char *v = get("HUGETEXT_PROGRAMS");
+
+	if (v)
+		p->programs = *v ? v : NULL;
+	v = get("HUGETEXT_MIN_CODE");
+	if (v && ht_conf_parse_size(v, strlen(v), &p->min_code) < 0)
+		note(notes, len, "HUGETEXT_MIN_CODE", v);
+	v = get("HUGETEXT_ASYNC");
+	if (v && ht_parse_bool(v, &p->async) < 0)
+		note(notes, len, "HUGETEXT_ASYNC", v);
+}
+
+uint64_t ht_object_code_bytes(const struct ht_object *o)
+{
+	uint64_t n = 0;
+
+	for (int i = 0; i < o->nseg && i < HT_MAX_SEGS; i++)
+		if (o->segs[i].flags & PF_X)
+			n += o->segs[i].end - o->segs[i].start;
+	return n;
+}
+
+int ht_policy_worth(const struct ht_policy *p, const struct ht_object *objs, size_t n,
+		    int any_library)
+{
+	for (size_t i = 0; i < n; i++) {
+		const struct ht_object *o = &objs[i];
+
+		if (!(o->is_main || any_library || ht_object_flagged(o)))
+			continue;
+		/* Less than one 2 MiB page of code never goes on a huge page. */
+		if (ht_object_code_bytes(o) >= p->min_code &&
+		    ht_object_code_bytes(o) >= HT_HUGE_PAGE_SIZE)
+			return 1;
+	}
+	return 0;
+}
