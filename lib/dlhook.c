@@ -34,6 +34,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <link.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -164,34 +165,128 @@ uintptr_t ht_dlopen_route(const char *file, int mode, const void *caller, unsign
 	return ret;
 }
 
-/* Could the dlopen() have brought in something to move?  Cheap, no /proc. */
-static int any_candidate(const struct ht_object *objs, size_t n,
-			 const struct ht_object *before, size_t nbefore)
-{
-	for (size_t i = 0; i < n; i++) {
-		int seen = 0;
+/*
+ * The objects loaded before the call, as ht_remap_new() tells objects
+ * apart (load bias and name), and glibc's count of loads.  Lighter than
+ * ht_objects_list(), and the names are ours: another thread may dlclose()
+ * an object meanwhile.
+ */
+struct snap_entry {
+	uintptr_t base;
+	char *name;
+};
 
-		for (size_t k = 0; k < nbefore && !seen; k++)
-			seen = before[k].base == objs[i].base && strcmp(before[k].name, objs[i].name) == 0;
-		if (!seen && (ht_object_flagged(&objs[i]) || ht_preload_matches(objs[i].name)))
-			return 1;
+struct snapshot {
+	struct snap_entry *e;
+	size_t n, cap;
+	unsigned long long adds;
+	int failed;
+};
+
+static int snap_cb(struct dl_phdr_info *info, size_t size, void *data)
+{
+	struct snapshot *s = data;
+	const char *name = info->dlpi_name ? info->dlpi_name : "";
+
+	if (size >= offsetof(struct dl_phdr_info, dlpi_subs))
+		s->adds = info->dlpi_adds;
+	if (s->n == s->cap) {
+		size_t cap = s->cap ? s->cap * 2 : 64;
+		struct snap_entry *e = realloc(s->e, cap * sizeof(*e));
+
+		if (!e)
+			return s->failed = 1;
+		s->e = e;
+		s->cap = cap;
 	}
+	s->e[s->n].base = info->dlpi_addr;
+	s->e[s->n].name = strdup(name);
+	if (!s->e[s->n].name)
+		return s->failed = 1;
+	s->n++;
 	return 0;
 }
 
-/* Moves what came in since @before; true when the library ran. */
-static int remap_new(const struct ht_object *before, size_t nbefore)
+static void snap_free(struct snapshot *s)
+{
+	for (size_t i = 0; i < s->n; i++)
+		free(s->e[i].name);
+	free(s->e);
+}
+
+/* Takes @s; false when it could not (nothing will be moved then). */
+static int snap_take(struct snapshot *s)
+{
+	dl_iterate_phdr(snap_cb, s);
+	if (s->failed || !s->n) {
+		snap_free(s);
+		return 0;
+	}
+	return 1;
+}
+
+static int adds_cb(struct dl_phdr_info *info, size_t size, void *data)
+{
+	if (size >= offsetof(struct dl_phdr_info, dlpi_subs))
+		*(unsigned long long *)data = info->dlpi_adds;
+	return 1;
+}
+
+/* True when glibc loaded nothing since @s (a dlopen() of a loaded library). */
+static int nothing_new(const struct snapshot *s)
+{
+	unsigned long long adds = s->adds + 1;
+
+	dl_iterate_phdr(adds_cb, &adds);
+	return adds == s->adds;
+}
+
+static int in_snapshot(const struct snapshot *s, const struct ht_object *o)
+{
+	for (size_t k = 0; k < s->n; k++)
+		if (s->e[k].base == o->base && strcmp(s->e[k].name, o->name) == 0)
+			return 1;
+	return 0;
+}
+
+/* Could the dlopen() have brought in something to move?  Cheap, no /proc. */
+static int any_candidate(const struct ht_object *objs, size_t n, const struct snapshot *s)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!in_snapshot(s, &objs[i]) &&
+		    (ht_object_flagged(&objs[i]) || ht_preload_matches(objs[i].name)))
+			return 1;
+	return 0;
+}
+
+/* Moves, lock held, what is not in @s. */
+static void remap_since(const struct snapshot *s)
+{
+	struct ht_object *known = calloc(s->n, sizeof(*known));
+
+	if (!known)
+		return;
+	for (size_t i = 0; i < s->n; i++) {
+		known[i].base = s->e[i].base;
+		known[i].name = s->e[i].name;
+	}
+	ht_lock_acquire();
+	ht_remap_new(&ht_preload_opt, NULL, known, s->n, NULL, 0, NULL);
+	ht_lock_release();
+	free(known);
+}
+
+/* Moves what came in since @s; true when the library ran. */
+static int remap_new(const struct snapshot *s)
 {
 	struct ht_object *after;
 	size_t nafter;
 	int ran = 0;
 
-	if (ht_objects_list(&after, &nafter) < 0)
+	if (nothing_new(s) || ht_objects_list(&after, &nafter) < 0)
 		return 0;
-	if (any_candidate(after, nafter, before, nbefore)) {
-		ht_lock_acquire();
-		ht_remap_new(&ht_preload_opt, NULL, before, nbefore, NULL, 0, NULL);
-		ht_lock_release();
+	if (any_candidate(after, nafter, s)) {
+		remap_since(s);
 		ran = 1;
 	}
 	free(after);
@@ -205,14 +300,11 @@ static int remap_new(const struct ht_object *before, size_t nbefore)
  */
 void *ht_dlopen_hook(const char *file, int mode, const void *ret_insn)
 {
-	struct ht_object *before = NULL;
-	size_t nbefore = 0;
-	int saved = errno;
+	struct snapshot before = { 0 };
+	int saved = errno, have = snap_take(&before);
 	void *handle;
 
 	in_hook = 1;
-	if (ht_objects_list(&before, &nbefore) < 0)
-		before = NULL;
 	errno = saved;
 	handle = ht_call_as(ht_real_dlopen, file, mode, ret_insn);
 	saved = errno;
@@ -220,9 +312,10 @@ void *ht_dlopen_hook(const char *file, int mode, const void *ret_insn)
 	 * After a successful dlopen() dlerror() has nothing to say; the move
 	 * may dlopen() libelf (perf maps), and dlerror() drops what that left.
 	 */
-	if (handle && before && remap_new(before, nbefore))
+	if (handle && have && remap_new(&before))
 		(void)dlerror();
-	free(before);
+	if (have)
+		snap_free(&before);
 	in_hook = 0;
 	errno = saved;
 	return handle;

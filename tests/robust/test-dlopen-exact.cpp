@@ -1,11 +1,12 @@
 // Description: under the preload, dlopen() is glibc's own for every
 // caller: $ORIGIN, a constructor's bare name found through its library's
-// RUNPATH, a destructor's dlopen(), RTLD_NOLOAD, RTLD_NODELETE,
-// RTLD_GLOBAL, dlopen(NULL), dlmopen(), dlerror() and errno, threads.
-// Each scenario runs without the preload and under it with the default
-// settings, HUGETEXT_MATCH=. and HUGETEXT_MODE=off; the output must be
-// the same, and with HUGETEXT_MATCH=. the code a constructor loaded is on
-// huge pages when the outer dlopen() returns.
+// RUNPATH, a destructor's dlopen(), a constructor's backtrace(),
+// RTLD_NOLOAD, RTLD_NODELETE, RTLD_GLOBAL, dlopen(NULL), dlmopen(),
+// dlerror() and errno, threads.  Each scenario runs without the preload
+// and under it with the default settings, HUGETEXT_MATCH=. and
+// HUGETEXT_MODE=off; the output must be the same, and with
+// HUGETEXT_MATCH=. the code a constructor loaded is on huge pages when
+// the outer dlopen() returns.
 //
 // In a sanitizer build the ASan runtime's dlopen() interceptor calls
 // glibc from its own library, so glibc sees the runtime as the caller
@@ -125,6 +126,7 @@ TEST_CASE("a constructor's dlopen() of a bare name finds it through its library'
 	plain_gives(r, "constructor runpath", "ok");
 	plain_gives(r, "constructor origin", "ok");
 	plain_gives(r, "destructor origin", "ok");
+	plain_gives(r, "constructor backtrace", "ok");
 	if (line_value(r.plain.out, "constructor runpath") != "ok") {
 		WARN("huge pages not checked: the program alone cannot load by RUNPATH here (ASan's interceptor)");
 		return;

@@ -78,6 +78,7 @@ static int ctor(void)
 {
 	void **inner;
 	char *inner_said, *origin_said;
+	int *frames;
 	void *h = open_outer();
 
 	said("outer", h);
@@ -88,6 +89,8 @@ static int ctor(void)
 	origin_said = dlsym(h, "htouter_origin_said");
 	printf("constructor runpath %s\n", inner_said ? inner_said : "?");
 	printf("constructor origin %s\n", origin_said ? origin_said : "?");
+	frames = dlsym(h, "htouter_frames");
+	printf("constructor backtrace %s\n", frames && *frames > 0 ? "ok" : "none");
 	if (inner && *inner) {
 		char *start = dlsym(*inner, "bigtext_start"), *end = dlsym(*inner, "bigtext_end");
 		unsigned *count = dlsym(*inner, "bigtext_count"), *stride = dlsym(*inner, "bigtext_stride");
