@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <cctype>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -14,6 +15,8 @@
 #include <string>
 #include <thread>
 #include <vector>
+
+#include <unistd.h>
 
 #include "../helpers.hpp"
 
@@ -225,6 +228,41 @@ TEST_CASE("the policy file is a conffile that sets nothing")
 		lines++;
 	}
 	CHECK(lines > 10); // the keys are documented there
+}
+
+TEST_CASE("the packaged command takes the packaged policy file, and each example in it")
+{
+	const built &b = packages_built();
+	const std::string hugetext = b.root + "/usr/bin/hugetext", conf = b.root + "/etc/hugetext.conf";
+
+	// The file is honoured only when root owns it; dpkg -x makes it ours.
+	if (geteuid() != 0) {
+		WARN("not root: the unpacked policy file is not root's, so hugetext setup would refuse it");
+		return;
+	}
+	prog_result as_shipped = run_prog({ hugetext, "setup", "--dry-run", "--config", conf });
+	INFO(as_shipped.out << as_shipped.err);
+	CHECK(as_shipped.status == 0);
+	CHECK(as_shipped.out.find("would") == std::string::npos); // nothing to do
+
+	// Every "#key = value" example, uncommented, parses (2: a bad file).
+	std::istringstream in(read_file(conf));
+	std::string line, on;
+	int examples = 0;
+	while (std::getline(in, line)) {
+		bool example = line.size() > 1 && line[0] == '#' && std::islower((unsigned char)line[1]) &&
+			       line.find(" = ") != std::string::npos;
+		examples += example;
+		on += (example ? line.substr(1) : line) + "\n";
+	}
+	const std::string on_path = b.dir + "/examples.conf";
+	std::ofstream(on_path) << on;
+	fs::permissions(on_path, fs::perms::owner_read | fs::perms::owner_write |
+				 fs::perms::group_read | fs::perms::others_read);
+	prog_result all_on = run_prog({ hugetext, "setup", "--dry-run", "--config", on_path });
+	INFO(on << all_on.out << all_on.err);
+	CHECK(examples >= 10);
+	CHECK(all_on.status == 0);
 }
 
 TEST_CASE("the service is enabled on install but not started")
