@@ -340,6 +340,10 @@ static int setup(struct run *r, const char *config, int explicit_config)
 		free(conf);
 		return HTE_EXIT_USAGE;
 	}
+	/* A newer file may hold keys this version does not know: said, not refused. */
+	for (unsigned i = 0; i < conf->nunknown && i < HT_CONF_UNKNOWN_MAX; i++)
+		fprintf(stderr, "hugetext setup: %s: line %u: unknown key '%s', ignored\n", config,
+			conf->unknown_line[i], conf->unknown[i]);
 	do_pool(r, conf->pool);
 	do_mount(r, conf->hugetlbfs);
 	for (unsigned i = 0; i < conf->nwarm; i++)

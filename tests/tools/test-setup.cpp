@@ -5,6 +5,8 @@
 // where the kernel allows one; the pool is put back however a test ends.
 #include <catch2/catch.hpp>
 
+#include <cerrno>
+#include <cstring>
 #include <fstream>
 #include <sched.h>
 #include <sys/mount.h>
@@ -13,6 +15,10 @@
 
 #include "tooltest.hpp"
 #include "../robust/robust.hpp"
+
+extern "C" {
+#include "setup.h"
+}
 
 #define POOL_2M "/sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages"
 
@@ -272,4 +278,42 @@ TEST_CASE("setup's usage errors exit 2", "[setup]")
 	r = tool({ "setup", "--help" });
 	CHECK(r.status == 0);
 	CHECK(r.out.find("usage: hugetext setup") == 0);
+}
+
+TEST_CASE("the state file: what setup changed, written and read back; anything else refused", "[setup][pure]")
+{
+	hte_setup_state s, back;
+	hte_setup_state_init(&s);
+	char buf[4096];
+	CHECK(hte_setup_state_format(&s, buf, sizeof(buf)) > 0);
+	CHECK(hte_setup_state_parse(buf, std::strlen(buf), &back) == 0);
+	CHECK(back.pool_was == -1);
+	CHECK(back.mounted[0] == '\0');
+
+	s.pool_was = 12;
+	std::snprintf(s.mounted, sizeof(s.mounted), "/mnt/huge");
+	std::snprintf(s.made_dir, sizeof(s.made_dir), "/mnt/huge");
+	int n = hte_setup_state_format(&s, buf, sizeof(buf));
+	CHECK(std::string(buf, n) == "# hugetext setup: what it changed, for hugetext setup --undo\n"
+				     "pool_was=12\nmounted=/mnt/huge\nmade_dir=/mnt/huge\n");
+	REQUIRE(hte_setup_state_parse(buf, (size_t)n, &back) == 0);
+	CHECK(back.pool_was == 12);
+	CHECK(std::string(back.mounted) == "/mnt/huge");
+	CHECK(std::string(back.made_dir) == "/mnt/huge");
+	CHECK(hte_setup_state_format(&s, buf, 40) == -1);
+
+	for (const char *bad : { "pool_was=-1\n", "pool_was=\n", "pool_was=9999999999\n", "mounted=relative\n",
+				 "other=1\n", "no equals\n" })
+		CHECK(hte_setup_state_parse(bad, std::strlen(bad), &back) == -EINVAL);
+}
+
+TEST_CASE("unknown keys of a newer policy file are noted, not refused", "[setup][root]")
+{
+	if (!need_root())
+		return;
+	setup_files f("pool = 0\nfuture_key = 1\n");
+	run_result r = f.run({ "--dry-run" });
+	CHECK(r.status == 0);
+	CHECK(r.err == "hugetext setup: " + f.conf + ": line 2: unknown key 'future_key', ignored\n");
+	CHECK(r.out == "pool: not asked for: left alone\nsetup: dry run: nothing changed\n");
 }
