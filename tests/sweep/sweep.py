@@ -111,7 +111,6 @@ class Sweep:
         self.a = args
         self.work = os.path.abspath(args.work)
         self.reports = os.path.join(self.work, 'reports')
-        self.serial = 0
 
     def prepare(self):
         """A private copy of the preload (a rebuild during the sweep changes nothing)."""
@@ -144,7 +143,7 @@ class Sweep:
     def program(self, path):
         """All runs of one program and its verdict."""
         plain, _ = self.run(path, 'plain', '1')
-        res = {'path': path, 'reports': {}}
+        res = {'path': path, 'reports': {}, 'plain_status': plain[0]}
         differ = []
         for c in self.a.configs:
             r, rep = self.run(path, c, '1')
@@ -237,16 +236,16 @@ def exec_segments(path, cache={}):
 def code_in_region(line):
     """Bytes of code in a report region, and whether the figure is exact.
 
-    Taken from the report when it says (code_bytes); else from the object's
+    Taken from the report when it says (private_code_bytes: the code under
+    the private huge pages); else from the object's
     program headers: the region starts at the first 2 MiB boundary of its
     segment, so the segment starts (-p_vaddr mod 2 MiB) before it when the
     load address is a multiple of 2 MiB (non-PIE programs, and objects with
     p_align >= 2 MiB, which glibc loads so aligned).  Otherwise the load
     address is unknown modulo 2 MiB and min(region, segment) is an upper
     bound."""
-    for key in ('code_bytes', 'covered_code_bytes'):
-        if key in line:
-            return int(line[key]), True
+    if 'private_code_bytes' in line:
+        return int(line['private_code_bytes']), True
     start, end = int(line['start']), int(line['end'])
     elf = exec_segments(line.get('object', ''))
     if not elf or not elf[2]:
@@ -325,7 +324,7 @@ def memory(results, configs):
                         continue
                     n, exact = code_in_region(line)
                     # Kept pages are whole pages of code: the private ones cover the rest.
-                    if 'code_bytes' not in line:
+                    if 'private_code_bytes' not in line:
                         n = max(0, n - int(line.get('kept_bytes', 0)))
                     t['estimated'] += not exact
                     priv += p
@@ -412,6 +411,14 @@ def write_doc(a, counts, results, mem, started, seconds):
       'so they have no report line.  %d are set-user-ID or set-group-ID: the dynamic '
       'loader ignores `LD_PRELOAD` for them and the library ignores `HUGETEXT_*` '
       '(so `HUGETEXT_REPORT`): they have no report line either.\n' % (counts['static'], counts['setid']))
+    hung = [r['path'] for r in results if r['plain_status'] == HANG]
+    if hung:
+        w('Killed after %d s in their plain run: %s.\n' % (
+            a.timeout, ', '.join('`%s`' % p for p in hung)))
+    crashed = [r['path'] for r in results if 128 < r['plain_status'] < 160]
+    if crashed:
+        w('Killed by a signal in their plain run: %s.\n' % (
+            ', '.join('`%s`' % p for p in crashed)))
     if a.limit or a.only:
         w('(A partial run: `--limit`/`--only` chose %d of the programs.)\n' % counts['chosen'])
     diffs = [r for r in results if r['verdict'] == 'difference']
@@ -435,13 +442,14 @@ def write_doc(a, counts, results, mem, started, seconds):
         w('')
     w('## Memory: private huge pages against the code they cover\n')
     w('From the report lines of the first run in each setting.  *Private* is '
-      'what the preload copied onto huge pages: `private_huge_bytes` when the '
-      'report has it, else `huge_bytes - kept_bytes` of the `ok` regions (kept '
-      'pages are the page cache\'s, shared).  *Code* is `code_bytes` when the '
-      'report has it, else the bytes of the object\'s executable segment inside '
-      'the region, from its program headers, less the kept bytes; exact when the load address is a '
-      'multiple of 2 MiB (non-PIE programs, `p_align` >= 2 MiB), else an upper '
-      'bound (*estimated* regions).  A region is flagged when private > 2 x code.  '
+      'what the preload copied onto huge pages, *code* the code those pages '
+      'cover: the report\'s `private_huge_bytes` and `private_code_bytes` when it '
+      'has them.  Without them: private is `huge_bytes - kept_bytes` of the `ok` '
+      'regions (kept pages are the page cache\'s, shared), and code is the '
+      'object\'s executable segment inside the region (from its program '
+      'headers) less the kept bytes: exact when the load address is a multiple '
+      'of 2 MiB (non-PIE programs, `p_align` >= 2 MiB), else an upper bound '
+      '(*estimated* regions).  A region is flagged when private > 2 x code.  '
       'A program\'s runs go plain, default, match, ld.so.preload: the first that '
       'copies some code reads it back into the page cache as 2 MiB pages, and the '
       'later settings keep those pages (kept) instead of copying them again.\n')
