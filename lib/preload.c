@@ -13,6 +13,7 @@
 #include "background.h"
 #include "internal.h"
 #include "preload.h"
+#include "sys.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -30,7 +31,7 @@ static int have_match;
 
 int ht_preload_matches(const char *name)
 {
-	return have_match && regexec(&match_re, name, 0, NULL, 0) == 0;
+	return have_match && ht_regexec(&match_re, name, 0, NULL, 0) == 0;
 }
 
 /*
@@ -43,7 +44,7 @@ static void absolute_report_path(void)
 	const char *rel = ht_preload_opt.report_path;
 	char cwd[4096];
 
-	if (!rel || rel[0] == '/' || !getcwd(cwd, sizeof(cwd)))
+	if (!rel || rel[0] == '/' || !ht_libc()->getcwd(cwd, sizeof(cwd)))
 		return;
 	if ((size_t)snprintf(path, sizeof(path), "%s/%s", cwd, rel) < sizeof(path))
 		ht_preload_opt.report_path = path;
@@ -56,17 +57,17 @@ __attribute__((constructor)) static void ht_preload(void)
 	int saved = errno, async = 0;
 
 	ht_options_init(&ht_preload_opt);
-	ht_options_env(&ht_preload_opt, secure_getenv, notes, sizeof(notes));
+	ht_options_env(&ht_preload_opt, ht_secure_getenv, notes, sizeof(notes));
 	if (notes[0])
 		ht_report_note(&ht_preload_opt, notes);
-	v = secure_getenv("HUGETEXT_ASYNC");
+	v = ht_secure_getenv("HUGETEXT_ASYNC");
 	if (v && ht_parse_bool(v, &async) < 0) {
 		snprintf(notes, sizeof(notes), "ignored HUGETEXT_ASYNC=\"%.40s\"", v);
 		ht_report_note(&ht_preload_opt, notes);
 	}
 	ht_preload_active = ht_preload_opt.mode != HT_MODE_OFF;
 	if (ht_preload_active && ht_preload_opt.match)
-		have_match = regcomp(&match_re, ht_preload_opt.match, REG_EXTENDED | REG_NOSUB) == 0;
+		have_match = ht_regcomp(&match_re, ht_preload_opt.match, REG_EXTENDED | REG_NOSUB) == 0;
 	if (ht_preload_active && async)
 		absolute_report_path();
 	if (ht_preload_active && (!async || ht_background_start(&ht_preload_opt) < 0))
@@ -91,7 +92,7 @@ static int single_thread_call(long (*call)(long, long), long a, long b)
 		if (ht_background_alive()) {
 			struct timespec ts = { 0, 50 * 1000 };
 
-			nanosleep(&ts, NULL);
+			ht_libc()->nanosleep(&ts, NULL);
 		}
 		ret = call(a, b);
 	}
