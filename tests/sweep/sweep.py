@@ -411,6 +411,10 @@ def write_doc(a, counts, results, mem, started, seconds):
       'so they have no report line.  %d are set-user-ID or set-group-ID: the dynamic '
       'loader ignores `LD_PRELOAD` for them and the library ignores `HUGETEXT_*` '
       '(so `HUGETEXT_REPORT`): they have no report line either.\n' % (counts['static'], counts['setid']))
+    if counts['groups']:
+        w('Left out by tests/sweep/deny.txt: %s.\n' % '; '.join(
+            '%d: %s' % (n, g.rstrip('.').lower()) for g, n in
+            sorted(counts['groups'].items(), key=lambda x: -x[1])))
     hung = [r['path'] for r in results if r['plain_status'] == HANG]
     if hung:
         w('Killed after %d s in their plain run: %s.\n' % (
@@ -534,10 +538,11 @@ def main():
     chosen = [(p, r) for p, r in programs if not a.only or re.search(a.only, p)]
     if a.limit:
         chosen = chosen[:a.limit]
-    to_run, denied_n = [], 0
+    to_run, groups = [], {}
     for p, r in chosen:
-        if denied(rules, p, r):
-            denied_n += 1
+        g = denied(rules, p, r)
+        if g:
+            groups[g] = groups.get(g, 0) + 1
         else:
             to_run.append(p)
 
@@ -553,7 +558,8 @@ def main():
             for d in res.get('differences', []):
                 print('    %s: %s' % (d['config'], d['what']), flush=True)
 
-    counts = {'programs': len(programs), 'chosen': len(chosen), 'denied': denied_n,
+    counts = {'programs': len(programs), 'chosen': len(chosen), 'denied': sum(groups.values()),
+              'groups': groups,
               'run': len(results), 'static': sum(is_static(p) for p in to_run),
               'setid': sum(os.stat(p).st_mode & 0o6000 != 0 for p in to_run)}
     for v in ('identical', 'nondeterministic', 'difference'):
