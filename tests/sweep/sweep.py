@@ -42,8 +42,8 @@ CONFIGS = {
     'ld.so.preload': ([], PRELOAD),
 }
 HUGE = 2 << 20
-# `timeout` says 124 when it stopped the program.
-HANG = 124
+# The sandbox's `timeout -s KILL` stopped the program: 128 + SIGKILL.
+HANG = 137
 
 
 def find_programs():
@@ -419,7 +419,7 @@ def write_doc(a, counts, results, mem, started, seconds):
     if hung:
         w('Killed after %d s in their plain run: %s.\n' % (
             a.timeout, ', '.join('`%s`' % p for p in hung)))
-    crashed = [r['path'] for r in results if 128 < r['plain_status'] < 160]
+    crashed = [r['path'] for r in results if 128 < r['plain_status'] < 160 and r['plain_status'] != HANG]
     if crashed:
         w('Killed by a signal in their plain run: %s.\n' % (
             ', '.join('`%s`' % p for p in crashed)))
