@@ -13,6 +13,7 @@
 
 extern "C" {
 #include "conf.h"
+#include "sys.h"
 }
 
 #include "helpers.hpp"
@@ -400,4 +401,56 @@ TEST_CASE("the loader refuses a file past 64 KiB, and names a bad line", "[conf]
 	CHECK(p->rc == -EINVAL);
 	CHECK(p->err == bad.path + ": line 3: budget_ms: 'soon' is not a whole number");
 	CHECK(all_zero(p->conf));
+}
+
+namespace {
+ssize_t failing_pread(int, void *, size_t, off_t)
+{
+	errno = EIO;
+	return -1;
+}
+int failing_fstat(int, struct stat *)
+{
+	errno = EOVERFLOW;
+	return -1;
+}
+int failing_open(const char *, int, mode_t)
+{
+	errno = EMFILE;
+	return -1;
+}
+// Puts the real system calls back however the case ends.
+struct sys_guard {
+	~sys_guard() { ht_sys_reset(); }
+};
+} // namespace
+
+TEST_CASE("the loader survives failing system calls, with the reason and nothing kept", "[conf][load]")
+{
+	if (geteuid() != 0) {
+		WARN("not root: a file of ours is refused for its owner before any read");
+		return;
+	}
+	conf_file f("conf-faults", "pool = 3\n");
+	sys_guard g;
+	ht_sys.pread = failing_pread;
+	auto p = load(f.path);
+	CHECK(p->rc == -EIO);
+	CHECK(p->err == f.path + ": cannot read: " + std::strerror(EIO));
+	CHECK(all_zero(p->conf));
+	ht_sys_reset();
+
+	ht_sys.fstat = failing_fstat;
+	p = load(f.path);
+	CHECK(p->rc == -EOVERFLOW);
+	CHECK(p->err == f.path + ": cannot stat: " + std::strerror(EOVERFLOW));
+	ht_sys_reset();
+
+	ht_sys.open = failing_open;
+	p = load(f.path);
+	CHECK(p->rc == -EMFILE);
+	CHECK(p->err == f.path + ": cannot open: " + std::strerror(EMFILE));
+	ht_sys_reset();
+
+	CHECK(load(f.path)->conf.pool == 3);
 }

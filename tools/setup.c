@@ -15,6 +15,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
@@ -233,12 +234,23 @@ static void do_pool(struct run *r, unsigned want)
 	}
 }
 
-static void do_mount(struct run *r, const char *dir)
+static void do_mount(struct run *r, const char *path)
 {
+	char real[PATH_MAX];
 	int state, made = 0, err;
+	const char *dir = path;
 
-	if (!dir[0])
+	if (!path[0])
 		return;
+	/* /proc/self/mounts names the canonical path: "/x/" or a link to a mount is that mount. */
+	if (realpath(path, real))
+		dir = real;
+	/* The state file must name it whole, or --undo could unmount another. */
+	if (strlen(dir) >= sizeof(r->state.mounted)) {
+		hte_error("setup", "mount: %s: path longer than %zu bytes", dir, sizeof(r->state.mounted) - 1);
+		r->failed = 1;
+		return;
+	}
 	state = hte_mount_state(POOL_KB, dir);
 	if (state > 0) {
 		printf("mount: %s already mounted\n", dir);
@@ -255,13 +267,13 @@ static void do_mount(struct run *r, const char *dir)
 	}
 	err = hte_mount_hugetlbfs(POOL_KB, dir, &made);
 	if (made > 0 && !r->state.made_dir[0])
-		snprintf(r->state.made_dir, sizeof(r->state.made_dir), "%s", dir);
+		snprintf(r->state.made_dir, sizeof(r->state.made_dir), "%.*s", (int)sizeof(r->state.made_dir) - 1, dir);
 	if (err < 0) {
 		hte_error("setup", "mount: %s: cannot mount hugetlbfs: %s", dir, strerror(-err));
 		r->failed = 1;
 		return;
 	}
-	snprintf(r->state.mounted, sizeof(r->state.mounted), "%s", dir);
+	snprintf(r->state.mounted, sizeof(r->state.mounted), "%.*s", (int)sizeof(r->state.mounted) - 1, dir);
 	r->changed = 1;
 	printf("mount: %s hugetlbfs with 2 MiB pages, mode 1777\n", dir);
 }
