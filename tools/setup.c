@@ -56,43 +56,58 @@ void hte_setup_state_init(struct hte_setup_state *s)
 	s->pool_was = -1;
 }
 
+/* "pool_was=N": a page count the kernel could have had. */
+static int parse_pool_was(const char *v, size_t n, long *out)
+{
+	long x = 0;
+
+	if (n == 0 || n > 9)
+		return -EINVAL;
+	for (size_t i = 0; i < n; i++) {
+		if (v[i] < '0' || v[i] > '9')
+			return -EINVAL;
+		x = x * 10 + (v[i] - '0');
+	}
+	*out = x;
+	return 0;
+}
+
+static int parse_path(const char *v, size_t n, char *dst, size_t cap)
+{
+	if (n == 0 || n >= cap || v[0] != '/' || memchr(v, '\0', n))
+		return -EINVAL;
+	memcpy(dst, v, n);
+	dst[n] = '\0';
+	return 0;
+}
+
 int hte_setup_state_parse(const char *buf, size_t len, struct hte_setup_state *s)
 {
 	hte_setup_state_init(s);
 	for (size_t pos = 0; pos < len;) {
-		const char *line = buf + pos, *nl = memchr(line, '\n', len - pos);
-		size_t n = nl ? (size_t)(nl - line) : len - pos;
-		const char *eq = memchr(line, '=', n);
+		const char *line = buf + pos, *nl = memchr(line, '\n', len - pos), *eq, *v;
+		size_t n = nl ? (size_t)(nl - line) : len - pos, kn, vn;
+		int err;
 
 		pos += n + 1;
 		if (n == 0 || line[0] == '#')
 			continue;
-		if (!eq || memchr(line, '\0', n))
+		eq = memchr(line, '=', n);
+		if (!eq)
 			return -EINVAL;
-		size_t kn = (size_t)(eq - line), vn = n - kn - 1;
-		const char *v = eq + 1;
-		if (kn == 8 && memcmp(line, "pool_was", 8) == 0) {
-			long x = 0;
-
-			if (vn == 0 || vn > 9)
-				return -EINVAL;
-			for (size_t i = 0; i < vn; i++) {
-				if (v[i] < '0' || v[i] > '9')
-					return -EINVAL;
-				x = x * 10 + (v[i] - '0');
-			}
-			s->pool_was = x;
-		} else if ((kn == 7 && memcmp(line, "mounted", 7) == 0) ||
-			   (kn == 8 && memcmp(line, "made_dir", 8) == 0)) {
-			char *dst = kn == 7 ? s->mounted : s->made_dir;
-
-			if (vn == 0 || vn >= sizeof(s->mounted) || v[0] != '/')
-				return -EINVAL;
-			memcpy(dst, v, vn);
-			dst[vn] = '\0';
-		} else {
-			return -EINVAL;
-		}
+		kn = (size_t)(eq - line);
+		v = eq + 1;
+		vn = n - kn - 1;
+		if (kn == 8 && memcmp(line, "pool_was", 8) == 0)
+			err = parse_pool_was(v, vn, &s->pool_was);
+		else if (kn == 7 && memcmp(line, "mounted", 7) == 0)
+			err = parse_path(v, vn, s->mounted, sizeof(s->mounted));
+		else if (kn == 8 && memcmp(line, "made_dir", 8) == 0)
+			err = parse_path(v, vn, s->made_dir, sizeof(s->made_dir));
+		else
+			err = -EINVAL;
+		if (err < 0)
+			return err;
 	}
 	return 0;
 }
