@@ -58,6 +58,21 @@ static void program_name(long pid, char *out, size_t len)
 	snprintf(out, len, "?");
 }
 
+/* Kernel threads have no code; their smaps are closed to other users all the same. */
+static int kernel_thread(long pid)
+{
+	char path[64], *buf;
+	size_t len;
+	int k;
+
+	snprintf(path, sizeof(path), "/proc/%ld/stat", pid);
+	if (ht_sys_read_file(path, &buf, &len) < 0)
+		return 0;
+	k = hte_stat_is_kthread(buf, len);
+	free(buf);
+	return k;
+}
+
 /* One process: added when its code reaches min_code; 0, or -1 out of memory. */
 static int read_proc(struct hte_status *st, long pid)
 {
@@ -71,7 +86,7 @@ static int read_proc(struct hte_status *st, long pid)
 	if (err == -ENOENT || err == -ESRCH)
 		return 0; /* gone meanwhile */
 	if (err < 0)
-		return hte_status_add_unread(st, pid, -err);
+		return kernel_thread(pid) ? 0 : hte_status_add_unread(st, pid, -err);
 	hte_status_smaps(buf, len, st, &p);
 	free(buf);
 	/* Kernel threads have no mappings at all. */

@@ -87,6 +87,9 @@ void hte_status_smaps(const char *buf, size_t len, const struct hte_status *st, 
  */
 int hte_status_mount_line(const char *line, size_t len, uint64_t default_kb, struct hte_huge_mount *m);
 
+/* True when /proc/PID/stat text is a kernel thread's (PF_KTHREAD): it has no code of its own. */
+int hte_stat_is_kthread(const char *buf, size_t len);
+
 /* Adds to the growing arrays; -1 when out of memory. */
 int hte_status_add_proc(struct hte_status *st, const struct hte_proc *p);
 int hte_status_add_unread(struct hte_status *st, long pid, int err);

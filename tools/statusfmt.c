@@ -110,6 +110,38 @@ void hte_status_smaps(const char *buf, size_t len, const struct hte_status *st, 
 	}
 }
 
+/* --- /proc/PID/stat --- */
+
+#define PF_KTHREAD_FLAG 0x00200000u
+
+int hte_stat_is_kthread(const char *buf, size_t len)
+{
+	const char *p = NULL, *end = buf + len;
+	unsigned long long flags = 0;
+	int field = 2;
+
+	/* The command name may hold spaces and parentheses: fields start after the last ')'. */
+	for (const char *q = buf; q < end; q++)
+		if (*q == ')')
+			p = q + 1;
+	if (!p)
+		return 0;
+	while (p < end && field < 9) {
+		while (p < end && *p == ' ')
+			p++;
+		field++;
+		if (field == 9)
+			break;
+		while (p < end && *p != ' ')
+			p++;
+	}
+	if (field != 9 || p >= end || *p < '0' || *p > '9')
+		return 0;
+	for (; p < end && *p >= '0' && *p <= '9' && flags < (1ULL << 40); p++)
+		flags = flags * 10 + (unsigned long long)(*p - '0');
+	return (flags & PF_KTHREAD_FLAG) != 0;
+}
+
 /* --- mounts --- */
 
 /* The next space-separated field of a mounts line. */

@@ -177,6 +177,19 @@ TEST_CASE("mount lines: hugetlbfs with its page size, tmpfs only with huge=", "[
 		CHECK(hte_status_mount_line(bad, std::strlen(bad), 2048, &m) == 0);
 }
 
+TEST_CASE("/proc/PID/stat: kernel threads are told apart by PF_KTHREAD", "[status][pure]")
+{
+	auto kthread = [](const std::string &s) { return hte_stat_is_kthread(s.data(), s.size()); };
+	CHECK(kthread("2 (kthreadd) S 0 0 0 0 -1 2129984 0 0 0 0 0 0 0 0 20 0 1 0 3 0 0"));
+	CHECK(!kthread("4242 (node) S 1 4242 4242 0 -1 4194560 12 0 0 0 1 2 0 0 20 0 11 0"));
+	// A name with spaces and parentheses cannot shift the fields.
+	CHECK(!kthread("77 (a) b) S 1 2 3 4 5 2129984 0 0) S 1 77 77 0 -1 4194304 0"));
+	CHECK(kthread("78 (x (y)) I 2 0 0 0 -1 69238880 0 0"));
+	CHECK(!kthread(""));
+	CHECK(!kthread("1 (init"));
+	CHECK(!kthread("1 (init) S 0 1 1 0 -1"));
+}
+
 TEST_CASE("the text, JSON and Prometheus outputs match their golden files", "[status][golden]")
 {
 	status_holder h;
