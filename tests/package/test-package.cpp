@@ -276,6 +276,35 @@ TEST_CASE("the service is enabled on install but not started")
 	CHECK(postinst.find("deb-systemd-invoke") == std::string::npos);
 }
 
+TEST_CASE("removing the library takes its line out of ld.so.preload, and only on remove")
+{
+	const built &b = packages_built();
+	const std::string fake = b.dir + "/fake-root", list = fake + "/etc/ld.so.preload";
+	const std::string preload = "/" + b.libdir() + "/libhugetext-preload.so";
+	const std::string other = "/usr/lib/libother-preload.so\n";
+
+	fs::create_directories(fake + "/etc");
+	std::string prerm = query({ "dpkg-deb", "-I", b.deb("libhugetext0"), "prerm" });
+	REQUIRE(!prerm.empty());
+	std::ofstream(b.dir + "/prerm") << prerm << "\n";
+	prog_opts o;
+	o.env = { "DPKG_ROOT=" + fake };
+
+	std::ofstream(list) << other << preload << "\n";
+	prog_result up = run_prog({ "sh", b.dir + "/prerm", "upgrade", b.version }, o);
+	CHECK(up.status == 0);
+	CHECK(read_file(list) == other + preload + "\n");
+
+	prog_result rm = run_prog({ "sh", b.dir + "/prerm", "remove" }, o);
+	INFO(rm.err);
+	CHECK(rm.status == 0);
+	CHECK(read_file(list) == other);
+
+	fs::remove(list); // no list at all: nothing to do
+	CHECK(run_prog({ "sh", b.dir + "/prerm", "remove" }, o).status == 0);
+	CHECK(!file_exists(list));
+}
+
 TEST_CASE("systemd-analyze verify finds nothing wrong with the unit")
 {
 	const built &b = packages_built();
