@@ -393,6 +393,9 @@ static void move_planned(struct run *r, const struct ht_object *o, const struct 
 		warm_copied(r, p, src.fd, g);
 	if (src.fd >= 0)
 		ht_sys_close(src.fd);
+	/* The code the private copy holds: up to where a budget cut it. */
+	if (err == 0 && !(g->cache && *g->cache && strcmp(g->cache, "refused") != 0))
+		g->private_code_bytes = p->mapped < g->end - p->span.start ? p->mapped : g->end - p->span.start;
 	/* The region is the whole span; the verification counts what is huge in it. */
 	g->start = whole->span.start;
 	g->end = whole->span.end;
@@ -576,6 +579,9 @@ static void verify(struct run *r)
 			huge = ht_smaps_huge_in(smaps, len, g->start, g->end);
 		}
 		g->huge_bytes = (size_t)huge;
+		/* What is huge beyond the kept page-cache pages is our copy's. */
+		if (g->private_code_bytes)
+			g->private_huge_bytes = g->huge_bytes > g->kept_bytes ? g->huge_bytes - g->kept_bytes : 0;
 	}
 	free(smaps);
 }

@@ -11,10 +11,29 @@ struct ht_span {
 };
 
 /*
+ * Whether a huge page of @huge bytes holding @code bytes of code is worth
+ * its memory: at least half of it must be code, so that no region ever
+ * spends more than twice its code in huge pages.  Below that the iTLB
+ * gain is lost in the noise while the page costs 2 MiB of private memory
+ * in every process (the figures are in plan.c).
+ */
+int ht_page_pays(size_t code, size_t huge);
+
+/*
+ * The @limit to give ht_plan_span() for a segment ending at @seg_end: the
+ * tail's huge page is allowed only when the code in it pays for the page
+ * (ht_page_pays); otherwise @seg_end, so the tail stays on small pages.
+ * With it, every page of a span but the last is all code and the last is
+ * at least half code.
+ */
+uintptr_t ht_paid_limit(uintptr_t seg_end, uintptr_t limit, size_t huge);
+
+/*
  * Plans the span of one executable segment [@seg_start, @seg_end).
  * @limit: the highest address the span may reach; space past the segment
  *   up to @limit is free or reserved for the same object, so the last huge
- *   page may cover the segment's tail.  Pass @seg_end when nothing is free.
+ *   page may cover the segment's tail.  Pass @seg_end when nothing is free,
+ *   and ht_paid_limit() of it to spend no page on a tail that does not pay.
  * @huge: the huge page size, a power of two.
  *
  * The span never starts below the segment: that memory holds other data

@@ -170,7 +170,8 @@ int ht_plan_segment(const char *maps, size_t len, const struct ht_seg_query *q,
 	err = check_cover(maps, len, hi, &first, pos, &obj, q->any_object, &plan->file_backed);
 	if (err < 0)
 		return err;
-	err = ht_plan_span(q->start, q->end, gap_end(maps, len, q, huge, &obj, &free_gap),
+	err = ht_plan_span(q->start, q->end,
+			   ht_paid_limit(q->end, gap_end(maps, len, q, huge, &obj, &free_gap), huge),
 			   huge, &plan->span);
 	if (err < 0)
 		return err;

@@ -67,6 +67,9 @@ int ht_format_json(const struct ht_region *r, long pid, char *buf, size_t len)
 		put(&o, ",\"kept_bytes\":%zu", r->kept_bytes);
 	if (r->warmed_bytes)
 		put(&o, ",\"warmed_bytes\":%zu", r->warmed_bytes);
+	if (r->private_huge_bytes || r->private_code_bytes)
+		put(&o, ",\"private_huge_bytes\":%zu,\"private_code_bytes\":%zu", r->private_huge_bytes,
+		    r->private_code_bytes);
 	if (r->cache && *r->cache)
 		put(&o, ",\"cache\":\"%s\"", r->cache);
 	if (r->cache_error && *r->cache_error) {
@@ -108,6 +111,9 @@ int ht_format_human(const struct ht_region *r, char *buf, size_t len)
 		put(&o, ", %.1f MiB kept on the page cache's 2 MiB pages", (double)r->kept_bytes / mib);
 	if (r->warmed_bytes)
 		put(&o, ", %.1f MiB read back as 2 MiB page-cache pages", (double)r->warmed_bytes / mib);
+	if (r->private_huge_bytes)
+		put(&o, ", %.1f MiB private for %.1f MiB of code", (double)r->private_huge_bytes / mib,
+		    (double)r->private_code_bytes / mib);
 	if (r->cache && *r->cache)
 		put(&o, ", cache %s", r->cache);
 	if (r->cache_error && *r->cache_error)

@@ -25,7 +25,7 @@ const char *ht_error_str(enum ht_error error)
 {
 	static const char *const text[HT_E__COUNT] = {
 		[HT_E_NONE] = "no error",
-		[HT_E_TOO_SMALL] = "less than one aligned 2 MiB page of code",
+		[HT_E_TOO_SMALL] = "no aligned 2 MiB page at least half full of code",
 		[HT_E_ALREADY] = "already on huge pages",
 		[HT_E_MODE_OFF] = "mode is off",
 		[HT_E_BUDGET] = "time budget spent",

@@ -1,5 +1,6 @@
 // Description: the shared text cache creates its entries with glibc's
-// renameat2(), never with the one a program exports (patch does).
+// renameat2(), never with the one a program exports (patch does), and
+// spends no huge page on a library with a few KiB of code.
 #include <catch2/catch.hpp>
 
 #include <sys/stat.h>
@@ -51,4 +52,32 @@ TEST_CASE("a program's own renameat2 is never called when the cache fills an ent
 		}
 		CHECK(mine == 1);
 	}
+}
+
+TEST_CASE("the shared cache spends no huge page on a library with a few KiB of code", "[tails][share]")
+{
+	pool_guard pool(64);
+	hugetlbfs_guard fs;
+	REQUIRE(pool.ok());
+	REQUIRE(fs.ok());
+	std::string dir = fs.dir() + "/cache";
+	REQUIRE(mkdir(dir.c_str(), 0700) == 0);
+	const std::string lib = build_path("tests/libtinytext.so");
+	std::string report = temp_path("tails-share.json");
+	prog_opts o;
+	o.env = { "LD_PRELOAD=" + build_path("lib/libhugetext-preload.so"), "HUGETEXT_SHARE=1",
+		  "HUGETEXT_SHARE_DIR=" + dir, "HUGETEXT_REPORT=" + report, "HUGETEXT_MATCH=." };
+	prog_result r = run_prog({ build_path("tests/tails-main") }, o);
+	INFO(r.out << r.err);
+	CHECK(r.status == 0);
+	CHECK(line_value(r.out, "tiny_huge_kb") == "0");
+	int tiny = 0;
+	for (auto &l : read_report(report)) {
+		if (l["object"] != lib)
+			continue;
+		tiny++;
+		CHECK(l["status"] == "skipped");
+		CHECK(l["cache"].empty());
+	}
+	CHECK(tiny == 1);
 }

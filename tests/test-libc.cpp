@@ -43,7 +43,8 @@ static const std::map<std::string, std::string> allowed = {
 	{ "memset", pure }, { "strchr", pure }, { "strcmp", pure }, { "strcpy", pure },
 	{ "strlen", pure }, { "strncmp", pure }, { "strncpy", pure }, { "strnlen", pure },
 	{ "strrchr", pure }, { "strstr", pure }, { "strcasecmp", pure }, { "strerror", pure },
-	{ "snprintf", pure }, { "vsnprintf", pure }, { "qsort", pure },
+	{ "snprintf", pure }, { "vsnprintf", pure }, { "qsort", pure }, { "strdup", pure },
+	{ "strndup", pure },
 	{ "__memcpy_chk", pure }, { "__memset_chk", pure }, { "__snprintf_chk", pure },
 	{ "__vsnprintf_chk", pure }, { "__strcpy_chk", pure }, { "__stack_chk_fail", pure },
 	{ "malloc", "interposing allocators (jemalloc, tcmalloc, mimalloc) are supported: "

@@ -58,6 +58,75 @@ TEST_CASE("planner covers the tail only when the space after it is ours", "[plan
 	CHECK(s.end == 0x800000);
 }
 
+TEST_CASE("a huge page pays for itself when at least half of it is code", "[plan]")
+{
+	CHECK(ht_page_pays(M2, M2));
+	CHECK(ht_page_pays(M2 / 2, M2));
+	CHECK_FALSE(ht_page_pays(M2 / 2 - 1, M2));
+	CHECK_FALSE(ht_page_pays(17 << 10, M2));
+	CHECK_FALSE(ht_page_pays(0, M2));
+	// The limit: kept when the tail pays, else the segment's end.
+	CHECK(ht_paid_limit(0x900000, 0xa00000, M2) == 0xa00000);
+	CHECK(ht_paid_limit(0x8fffff, 0xa00000, M2) == 0x8fffff);
+	CHECK(ht_paid_limit(0x800000, 0x800000, M2) == 0x800000);
+	CHECK(ht_paid_limit(0x900000, 0x800000, M2) == 0x800000); // inconsistent: unchanged
+}
+
+// The planner as the library calls it: the tail's page only when it pays.
+static int plan_paid(uintptr_t start, uintptr_t end, uintptr_t limit, struct ht_span *s)
+{
+	return ht_plan_span(start, end, ht_paid_limit(end, limit, M2), M2, s);
+}
+
+TEST_CASE("planner spends a page on the tail only when the tail pays for it", "[plan]")
+{
+	struct ht_span s;
+
+	// Exactly 1 MiB of code in the last page, free space after it.
+	REQUIRE(plan_paid(0x600000, 0x900000, 0xa00000, &s) == 0);
+	CHECK(s.end == 0xa00000);
+	// One byte less: the tail stays on small pages.
+	REQUIRE(plan_paid(0x600000, 0x8fffff, 0xa00000, &s) == 0);
+	CHECK(s.end == 0x800000);
+	// A small object alone in its 2 MiB (p_align 2 MiB, 17 KiB of code).
+	CHECK(plan_paid(0x7f0000200000, 0x7f0000204400, 0x7f0000400000, &s) == -ERANGE);
+	// 1.5 MiB of code from an unaligned start: no page of it is whole or half full.
+	CHECK(plan_paid(0x680000, 0x800000, 0x800000, &s) == -ERANGE);
+	// Most of a page from an aligned start, with room after it: one page.
+	REQUIRE(plan_paid(0x600000, 0x7ff000, 0x800000, &s) == 0);
+	CHECK(s.start == 0x600000);
+	CHECK(s.end == 0x800000);
+}
+
+TEST_CASE("no planned span holds more than twice its code in huge pages", "[plan]")
+{
+	uint64_t x = 88172645463325252ull;
+	auto next = [&x](uint64_t mod) {
+		x ^= x << 13;
+		x ^= x >> 7;
+		x ^= x << 17;
+		return x % mod;
+	};
+	int planned = 0;
+
+	for (int i = 0; i < 100000; i++) {
+		uintptr_t start = 0x400000 + next(8 << 20);
+		uintptr_t end = start + 1 + next(i % 2 ? (4 << 20) : (64 << 10));
+		uintptr_t limit = end + next(4 << 20);
+		struct ht_span s;
+
+		if (plan_paid(start, end, limit, &s) != 0)
+			continue;
+		planned++;
+		uintptr_t code = (end < s.end ? end : s.end) - s.start;
+		INFO(std::hex << start << "-" << end << " limit " << limit);
+		REQUIRE(s.start >= start);
+		REQUIRE(s.end <= limit);
+		REQUIRE(s.end - s.start <= 2 * code);
+	}
+	CHECK(planned > 1000);
+}
+
 TEST_CASE("planner rejects inconsistent input", "[plan]")
 {
 	struct ht_span s;
@@ -101,12 +170,45 @@ TEST_CASE("segments are planned one by one, each from its own mapping", "[region
 	CHECK(p.span.end == 0xa00000);
 	CHECK(std::string(p.path) == "/bin/two");
 
-	// The second segment may grow over the loader's PROT_NONE hole.
+	// The second segment's tail holds 510 KiB of code: not worth a 2 MiB
+	// page, though the loader's PROT_NONE hole after it is free.
 	REQUIRE(plan(two_segments, 0x1000000, 0x1c7f800, 0x2000000, &p) == 0);
 	CHECK(p.span.start == 0x1000000);
-	CHECK(p.span.end == 0x1e00000);
-	CHECK(p.mapped == 0xc80000);
+	CHECK(p.span.end == 0x1c00000);
+	CHECK(p.mapped == 0xc00000);
 	CHECK_FALSE(p.reserve_gap);
+}
+
+TEST_CASE("a tail with enough code grows over the loader's PROT_NONE hole", "[region]")
+{
+	const std::string maps =
+		"00400000-00401000 r--p 00000000 08:02 10 /bin/two\n"
+		"01000000-01d80000 r-xp 01000000 08:02 10 /bin/two\n"
+		"01d80000-02000000 ---p 01d80000 08:02 10 /bin/two\n"
+		"02000000-02100000 rw-p 02000000 08:02 10 /bin/two\n";
+	struct ht_seg_plan p;
+
+	REQUIRE(plan(maps, 0x1000000, 0x1d7f800, 0x2000000, &p) == 0);
+	CHECK(p.span.start == 0x1000000);
+	CHECK(p.span.end == 0x1e00000);
+	CHECK(p.mapped == 0xd80000);
+	CHECK_FALSE(p.reserve_gap);
+}
+
+TEST_CASE("a library linked with 2 MiB segments and a few KiB of code gets no huge page", "[region]")
+{
+	// libXdmcp's layout: code on a 2 MiB boundary, the loader's hole after it.
+	const std::string maps =
+		"7f0000000000-7f0000001000 r--p 00000000 08:02 12 /usr/lib/libtiny.so\n"
+		"7f0000001000-7f0000200000 ---p 00001000 08:02 12 /usr/lib/libtiny.so\n"
+		"7f0000200000-7f0000202000 r-xp 00200000 08:02 12 /usr/lib/libtiny.so\n"
+		"7f0000202000-7f0000400000 ---p 00202000 08:02 12 /usr/lib/libtiny.so\n"
+		"7f0000400000-7f0000401000 r--p 00400000 08:02 12 /usr/lib/libtiny.so\n";
+	struct ht_seg_query q = { 0x7f0000200000, 0x7f00002012e1, 0x7f0000400000, 0, 0x7f0000000000 };
+	struct ht_seg_plan p;
+
+	CHECK(ht_plan_segment(maps.data(), maps.size(), &q, M2, &p) == -ERANGE);
+	CHECK(std::string(p.path) == "/usr/lib/libtiny.so");
 }
 
 TEST_CASE("a tail followed by free space is covered with a reservation", "[region]")

@@ -113,6 +113,14 @@ struct ht_region {
 	const char *cache_error; /* why the cache was refused, or "" */
 	size_t kept_bytes;    /* bytes left on the kernel's 2 MiB page-cache pages, not copied */
 	size_t warmed_bytes;  /* bytes read again into 2 MiB page-cache pages after the copy */
+	/*
+	 * Memory spent: bytes of huge pages private to this process (the copy;
+	 * not the page cache's kept pages, not the shared cache's), and the
+	 * bytes of code they hold.  The planner never lets the first exceed
+	 * twice the second.
+	 */
+	size_t private_huge_bytes;
+	size_t private_code_bytes;
 };
 
 /**

@@ -1,0 +1,91 @@
+// Description: no memory is spent on tails: a library linked with 2 MiB
+// segments and a few KiB of code (as libXdmcp) gets no huge page, under
+// every setting, and no region spends more than twice its code.
+#include <catch2/catch.hpp>
+
+#include <string>
+
+#include "helpers.hpp"
+
+static const std::string prog() { return build_path("tests/tails-main"); }
+static const std::string lib() { return build_path("tests/libtinytext.so"); }
+
+static prog_result run(const std::vector<std::string> &env)
+{
+	prog_opts o;
+	o.env = env;
+	prog_result r = run_prog({ prog() }, o);
+	INFO(r.out << r.err);
+	CHECK(r.status == 0);
+	CHECK(r.err.empty());
+	// Counted by the program itself, from its smaps.
+	CHECK(line_value(r.out, "tiny_huge_kb") == "0");
+	return r;
+}
+
+static size_t value(report_line &l, const char *key)
+{
+	return l.count(key) ? std::stoul(l[key]) : 0;
+}
+
+// Every region spends at most twice its code in private huge pages.
+static void check_spending(std::vector<report_line> &lines)
+{
+	for (auto &l : lines) {
+		INFO(l["object"]);
+		CHECK(value(l, "private_huge_bytes") <= 2 * value(l, "private_code_bytes"));
+		if (l["status"] == "ok" && l["cache"].empty())
+			CHECK(value(l, "private_code_bytes") > 0);
+	}
+}
+
+static std::vector<report_line> run_preload(const std::vector<std::string> &settings,
+					    const prog_result &plain)
+{
+	std::string report = temp_path("tails.json");
+	std::vector<std::string> env = { "LD_PRELOAD=" + build_path("lib/libhugetext-preload.so"),
+					 "HUGETEXT_REPORT=" + report };
+	env.insert(env.end(), settings.begin(), settings.end());
+	prog_result r = run(env);
+	CHECK(line_value(r.out, "sum") == line_value(plain.out, "sum"));
+	auto lines = read_report(report);
+	check_spending(lines);
+	return lines;
+}
+
+TEST_CASE("a 2 MiB-aligned library with a few KiB of code is skipped with a reason", "[tails]")
+{
+	prog_result plain = run({});
+	small_page_cache(prog());
+	small_page_cache(lib());
+
+	// Not named: left alone, as before.
+	for (auto &l : run_preload({}, plain))
+		CHECK(l["object"] != lib());
+
+	// Named: skipped, saying why; the program's own code still moves.
+	auto lines = run_preload({ "HUGETEXT_MATCH=." }, plain);
+	int tiny = 0, mine = 0;
+	for (auto &l : lines) {
+		if (l["object"] == lib()) {
+			tiny++;
+			CHECK(l["status"] == "skipped");
+			CHECK(l["error"] == "no aligned 2 MiB page at least half full of code");
+			CHECK(value(l, "huge_bytes") == 0);
+			CHECK(value(l, "private_huge_bytes") == 0);
+		} else if (l["object"] == prog() && l["status"] == "ok") {
+			mine++;
+			CHECK(value(l, "private_huge_bytes") > 0);
+			CHECK(value(l, "private_code_bytes") >= value(l, "private_huge_bytes") / 2);
+		}
+	}
+	CHECK(tiny == 1);
+	if (thp_enabled())
+		CHECK(mine == 1);
+}
+
+TEST_CASE("with HUGETEXT_MODE=off the library is untouched too", "[tails]")
+{
+	prog_result plain = run({});
+	CHECK(run_preload({ "HUGETEXT_MODE=off", "HUGETEXT_MATCH=." }, plain).empty());
+}
