@@ -586,7 +586,7 @@ def section_clang(cl):
       "clang runs from copies of its binary and libraries, one tree per page-cache state, so that one row's "
       "page cache cannot help another's: plain, the copy path, explicit pages and the shared cache run on "
       "libraries kept in 4 KiB page-cache pages; the first start has its tree's page cache made small "
-      "before each run; the steady state's tree was read back as 2 MiB pages by one start before the rounds. "
+      "before each run; the steady state's tree was read back as 2 MiB pages by an untimed start before each run. "
       f"{n} interleaved rounds; seconds, median [min–max]; speed-up = plain's median / the row's (above 1: "
       "faster). Every run's report must show what its row claims (first start: copied and read back; "
       "steady state: kept, nothing copied; copy and explicit: copied, in that mode; shared cache: a hit), "
@@ -616,6 +616,13 @@ def section_clang(cl):
         if pr:
             w(f"| | {v.get('failed_runs', 0)} run(s) did not count: {pr[0]} | | | | | |")
     w()
+    rr = cl.get("steady_reread_mib") or []
+    if rr:
+        w(f"The 2 MiB page-cache pages of the steady state's libraries did not last between its runs on this "
+          f"machine: before each steady-state run an untimed `clang --version` start with the preload read back "
+          f"what was lost, {sorted(rr)[len(rr) // 2]} MiB (median; each time: {', '.join(map(str, rr))}) of "
+          f"{cl.get('code_mib')} MiB. The timed run itself must then keep everything and copy nothing.")
+        w()
     w("The command of each run (`clang` from the row's tree):")
     w()
     w("```")
@@ -700,7 +707,7 @@ w("## Reproduce")
 w()
 w("```sh")
 w("apt-get update && apt-get install -y meson ninja-build pkg-config libelf-dev catch2 g++")
-w("bench/run.sh            # everything, 7-12 min here; installs its own extra Debian packages")
+w("bench/run.sh            # everything, 13-20 min here; installs its own extra Debian packages")
 w("bench/run.sh --quick    # fewer rounds, a few minutes")
 w("bench/run.sh --only itlb,startup   # some steps, merged into the last results")
 w("bench/run.sh --only small          # programs with nothing to move (section 6)")
