@@ -29,6 +29,7 @@
  */
 #include "internal.h"
 #include "objects.h"
+#include "plan.h"
 #include "preload.h"
 
 #include <dlfcn.h>
@@ -249,11 +250,26 @@ static int in_snapshot(const struct snapshot *s, const struct ht_object *o)
 	return 0;
 }
 
+/*
+ * Could one huge page of @o pay (plan.h)?  Only where an executable
+ * segment holds at least what one page needs.  It spares the library's run
+ * (which reads /proc/self/maps: hundreds of us) for every small library a
+ * broad HUGETEXT_MATCH lets through.
+ */
+static int may_pay(const struct ht_object *o)
+{
+	for (int i = 0; i < o->nseg; i++)
+		if ((o->segs[i].flags & PF_X) &&
+		    ht_page_pays(o->segs[i].end - o->segs[i].start, (size_t)2 << 20))
+			return 1;
+	return 0;
+}
+
 /* Could the dlopen() have brought in something to move?  Cheap, no /proc. */
 static int any_candidate(const struct ht_object *objs, size_t n, const struct snapshot *s)
 {
 	for (size_t i = 0; i < n; i++)
-		if (!in_snapshot(s, &objs[i]) &&
+		if (!in_snapshot(s, &objs[i]) && may_pay(&objs[i]) &&
 		    (ht_object_flagged(&objs[i]) || ht_preload_matches(objs[i].name)))
 			return 1;
 	return 0;
