@@ -180,6 +180,7 @@ static int state_save(const char *path, const struct hte_setup_state *s)
 	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
 	if (fd < 0)
 		return -errno;
+	errno = 0; /* a short write sets none */
 	if (write(fd, text, (size_t)n) != n || fsync(fd) < 0) {
 		int err = errno ? -errno : -EIO;
 
