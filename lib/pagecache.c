@@ -1,0 +1,82 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The page cache's 2 MiB pages: keep what the kernel already maps huge,
+ * and read copied code back as 2 MiB pages for the next start.
+ */
+#include "run.h"
+#include "sys.h"
+
+#include <sys/statfs.h>
+
+/*
+ * Where the file offset and the address agree modulo 2 MiB, this kernel
+ * maps code from 2 MiB page-cache pages (large folios) with PMDs by itself
+ * (FilePmdMapped): after `hugetext warm`, after our own warming below, or
+ * for a file written just now.  Such pages are shared by every process and
+ * cost nothing to keep; a copy would cost memory and gain nothing.
+ */
+int ht_page_cache_usable(const struct ht_options *opt, const struct ht_seg_plan *p)
+{
+	return opt->page_cache && opt->mode != HT_MODE_EXPLICIT && p->file_backed &&
+	       (p->span.start - p->file_off) % HT_HUGE_PAGE_SIZE == 0;
+}
+
+/*
+ * Reads one byte of each whole 2 MiB page of code, so the kernel maps now
+ * whatever it can map huge, and asks which it did.  Returns the plan of
+ * what is left to copy in @rest, and the bytes kept; @rest is empty when
+ * nothing is (or when the kernel cannot say: a copy of all, as before).
+ */
+size_t ht_keep_kernel_pages(const struct ht_seg_plan *p, struct ht_seg_plan *rest)
+{
+	unsigned char huge[512];
+	size_t len = p->span.end - p->span.start;
+	size_t n = p->mapped / HT_HUGE_PAGE_SIZE, from = 0, to = len, kept = 0;
+
+	*rest = *p;
+	if (n > sizeof(huge))
+		n = sizeof(huge);
+	/* A program already running may have made its code unreadable: no touch then. */
+	for (size_t i = 0; i < n && !ht_in_background; i++)
+		(void)*(volatile const char *)(p->span.start + i * HT_HUGE_PAGE_SIZE);
+	if (n && ht_sys_scan_huge_chunks(p->span.start, n, huge) == 0)
+		ht_copy_range(huge, n, len, HT_HUGE_PAGE_SIZE, &from, &to);
+	for (size_t i = 0; i < n; i++)
+		kept += (i * HT_HUGE_PAGE_SIZE < from || i * HT_HUGE_PAGE_SIZE >= to) && huge[i] ?
+			HT_HUGE_PAGE_SIZE : 0;
+	rest->span.start = p->span.start + from;
+	rest->span.end = p->span.start + to;
+	rest->file_off = p->file_off + from;
+	rest->mapped = from < to ? (p->mapped < to ? p->mapped : to) - from : 0;
+	rest->reserve_gap = p->reserve_gap && to == len;
+	return from < to ? kept : len;
+}
+
+/* File systems whose page cache holds 2 MiB pages on this kernel's read path. */
+static int keeps_huge_pages(int fd)
+{
+	struct statfs st;
+
+	return ht_sys_fstatfs(fd, &st) == 0 &&
+	       (st.f_type == 0xEF53 /* ext4 */ || st.f_type == 0x58465342 /* XFS */);
+}
+
+/*
+ * After the swap no page of the copied code's file range is mapped here:
+ * drop those cached pages (the kernel keeps any other process maps) and
+ * read them again as 2 MiB pages.  The next start of the program then
+ * finds them and keeps them, with no copy, and so does a start without
+ * us.  Costs one read of the code from the disk, once.
+ */
+void ht_warm_copied(const struct run *r, const struct ht_seg_plan *done, int fd,
+		    struct ht_region *g)
+{
+	size_t whole = ht_round_down(done->mapped, HT_HUGE_PAGE_SIZE);
+	int64_t huge;
+
+	if (!whole || fd < 0 || ht_budget_spent(r) || !keeps_huge_pages(fd) ||
+	    ht_sys_drop_cached(fd, done->file_off, whole) < 0)
+		return;
+	huge = ht_sys_read_huge(fd, done->file_off, whole);
+	g->warmed_bytes = huge > 0 ? (size_t)huge : 0;
+}

@@ -1,0 +1,69 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * One run of the native API (api.c drives it), shared by the files that do
+ * its parts: selecting objects (select.c), the page cache (pagecache.c),
+ * the shared cache (share.c), the checks and the verification (verify.c).
+ * Nothing here is exported.
+ */
+#ifndef HT_RUN_H
+#define HT_RUN_H
+
+#include <regex.h>
+
+#include "internal.h"
+#include "objects.h"
+#include "region.h"
+
+struct run {
+	const struct ht_options *opt;
+	char *maps;
+	size_t maps_len;
+	regex_t match, ignore, dso;
+	int has_match, has_ignore, has_dso, dso_found;
+	double t0;
+	struct ht_region *regs;
+	size_t nregs, cap;
+	int first_err;
+	const struct ht_object *known; /* objects to leave out: seen before */
+	size_t nknown;
+};
+
+/* --- api.c --- */
+/* A new, zeroed region record for @object; NULL when out of memory. */
+struct ht_region *ht_new_region(struct run *r, const char *object);
+void ht_set_outcome(struct run *r, struct ht_region *g, enum ht_status st,
+		    enum ht_error e, int err);
+/* One record for a failure that stops the whole run before any region. */
+int ht_run_failed(struct run *r, enum ht_error e, int err, const char *object);
+int ht_budget_spent(const struct run *r);
+
+/* --- select.c --- */
+enum { NOT_SELECTED, WHOLE_OBJECT, FLAGGED_SEGMENTS };
+uintptr_t ht_object_id_addr(const struct ht_object *o);
+int ht_matches(const regex_t *re, const char *s);
+void ht_object_path(const struct run *r, const struct ht_object *o, char *buf, size_t len);
+int ht_selected(struct run *r, const struct ht_object *o, const char *path);
+int ht_known(const struct run *r, const struct ht_object *o);
+int ht_compile_all(struct run *r, const char *dso_bre);
+
+/* --- verify.c --- */
+/* What a background move checks again before its swap. */
+struct ht_recheck {
+	const struct ht_seg_query *q;
+	const struct ht_seg_plan *p;
+};
+int ht_open_clean_source(const struct ht_seg_plan *p);
+int ht_code_unchanged(const struct ht_source *src, struct ht_span span, const char *copy);
+void ht_verify(struct run *r);
+
+/* --- pagecache.c --- */
+int ht_page_cache_usable(const struct ht_options *opt, const struct ht_seg_plan *p);
+size_t ht_keep_kernel_pages(const struct ht_seg_plan *p, struct ht_seg_plan *rest);
+void ht_warm_copied(const struct run *r, const struct ht_seg_plan *done, int fd,
+		    struct ht_region *g);
+
+/* --- share.c --- */
+int ht_try_cache(const struct ht_options *opt, const struct ht_object *o,
+		 const struct ht_seg_plan *p, const struct ht_source *src, struct ht_region *g);
+
+#endif

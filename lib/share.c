@@ -1,0 +1,55 @@
+/* SPDX-License-Identifier: MIT */
+/* The shared text cache as a source of one span (the cache itself is cache.c). */
+#include "cache.h"
+#include "run.h"
+#include "sys.h"
+
+#include <errno.h>
+#include <sys/stat.h>
+
+/*
+ * Sharing needs the same bytes at the same 2 MiB phase in every process:
+ * the object must load at a 2 MiB-aligned address, and the copy must come
+ * from the file, not from pages this process wrote.
+ */
+static const char *share_refusal(const struct ht_object *o, const struct ht_source *src)
+{
+	if (!o)
+		return "ranges are not shared";
+	if (o->base % HT_HUGE_PAGE_SIZE)
+		return "load address not 2 MiB-aligned, so no two processes would share";
+	if (src->fd < 0)
+		return "code differs from its file or the file cannot be opened";
+	return NULL;
+}
+
+int ht_try_cache(const struct ht_options *opt, const struct ht_object *o,
+		 const struct ht_seg_plan *p, const struct ht_source *src, struct ht_region *g)
+{
+	struct ht_cache_key key = { .file_off = p->file_off, .mapped = src->mapped,
+				    .len = p->span.end - p->span.start };
+	const char *why = share_refusal(o, src);
+	struct stat st;
+
+	if (why) {
+		g->cache = "refused";
+		g->cache_error = why;
+		return -EPERM;
+	}
+	if (o->build_id_len) {
+		key.build_id = o->build_id;
+		key.build_id_len = o->build_id_len;
+	} else if (ht_sys_fstat(src->fd, &st) == 0) {
+		key.dev = st.st_dev;
+		key.ino = st.st_ino;
+		key.size = (uint64_t)st.st_size;
+		key.mtime_sec = st.st_mtim.tv_sec;
+		key.mtime_nsec = st.st_mtim.tv_nsec;
+	}
+	if (ht_cache_move(opt, &key, p->span, src, g) < 0)
+		return -EAGAIN;
+	g->status = HT_STATUS_OK;
+	g->error = HT_E_NONE;
+	g->sys_errno = 0;
+	return 0;
+}

@@ -1,0 +1,139 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * What the library checks in the process: that an object's file holds the
+ * code that is mapped (so it may be read instead of copied), that the code
+ * did not change while a background move copied it, and, after the moves,
+ * what the kernel really put on huge pages.
+ */
+#include "run.h"
+#include "sys.h"
+
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+
+/* The pagemap entries of the @n pages from @start, malloc'ed; NULL if unreadable. */
+static uint64_t *read_pagemap(uintptr_t start, size_t n)
+{
+	size_t bytes = n * sizeof(uint64_t);
+	uint64_t *pm = n ? malloc(bytes) : NULL;
+	int fd = pm ? ht_sys_open("/proc/self/pagemap", O_RDONLY, 0) : -1;
+	ssize_t got = fd >= 0 ? ht_sys_pread_full(fd, pm, bytes, (off_t)(start / HT_PAGE * sizeof(*pm))) : -1;
+
+	if (fd >= 0)
+		ht_sys_close(fd);
+	if (got != (ssize_t)bytes) {
+		free(pm);
+		return NULL;
+	}
+	return pm;
+}
+
+/* Opens the object's file if it provably holds the bytes that are mapped. */
+int ht_open_clean_source(const struct ht_seg_plan *p)
+{
+	struct stat st;
+	uint64_t *pm;
+	size_t n = p->mapped / HT_PAGE;
+	int fd, clean = 0;
+
+	if (!p->file_backed || p->path[0] != '/')
+		return -1;
+	fd = ht_sys_open(p->path, O_RDONLY, 0);
+	if (fd < 0)
+		return -1;
+	if (ht_sys_fstat(fd, &st) < 0 || st.st_ino != p->inode ||
+	    major(st.st_dev) != p->dev_major || minor(st.st_dev) != p->dev_minor)
+		goto out;
+	/* A page the program wrote (a breakpoint, a relocation) is only in memory. */
+	pm = read_pagemap(p->span.start, n);
+	clean = pm && ht_pagemap_clean(pm, n);
+	free(pm);
+out:
+	if (clean)
+		return fd;
+	ht_sys_close(fd);
+	return -1;
+}
+
+static int same_plan(const struct ht_seg_plan *a, const struct ht_seg_plan *b)
+{
+	return a->span.start == b->span.start && a->span.end == b->span.end &&
+	       a->mapped == b->mapped && a->file_backed == b->file_backed &&
+	       a->file_off == b->file_off && a->inode == b->inode &&
+	       a->dev_major == b->dev_major && a->dev_minor == b->dev_minor;
+}
+
+/* Every page the program wrote (pagemap) must hold what the copy holds. */
+static int written_pages_match(struct ht_span span, size_t mapped, const char *copy)
+{
+	size_t n = mapped / HT_PAGE;
+	uint64_t *pm = read_pagemap(span.start, n);
+	int same = pm != NULL;
+
+	for (size_t i = 0; same && i < n; i++)
+		if (ht_pagemap_written(pm[i]))
+			same = memcmp(copy + i * HT_PAGE, (const char *)span.start + i * HT_PAGE, HT_PAGE) == 0;
+	free(pm);
+	return same;
+}
+
+/*
+ * The program ran while the copy was made: it may have made its code
+ * writable (mprotect), or written to it (a debugger's breakpoint, a hot
+ * patch).  The maps must plan the same span as before, and each page
+ * written since must equal the copy.  What remains is the moment between
+ * this check and the swap.
+ */
+int ht_code_unchanged(const struct ht_source *src, struct ht_span span, const char *copy)
+{
+	const struct ht_recheck *rc = src->ctx;
+	struct ht_seg_plan now;
+	size_t len, mapped;
+	char *maps;
+	int err;
+
+	if (ht_sys_read_file("/proc/self/maps", &maps, &len) < 0)
+		return 0;
+	err = ht_plan_segment(maps, len, rc->q, HT_HUGE_PAGE_SIZE, &now);
+	free(maps);
+	if (err < 0 || !same_plan(&now, rc->p))
+		return 0;
+	mapped = src->mapped < span.end - span.start ? src->mapped : span.end - span.start;
+	return written_pages_match(span, mapped, copy);
+}
+
+/*
+ * Replaces each moved region's huge_bytes with what the kernel shows:
+ * PAGEMAP_SCAN walks only the region; where the kernel lacks it, one read
+ * of smaps serves every region.
+ */
+void ht_verify(struct run *r)
+{
+	char *smaps = NULL;
+	size_t len = 0;
+
+	for (size_t i = 0; i < r->nregs; i++) {
+		struct ht_region *g = &r->regs[i];
+		uint64_t huge;
+
+		if (g->status != HT_STATUS_OK)
+			continue;
+		if (ht_sys_scan_huge(g->start, g->end, &huge) < 0) {
+			if (!smaps && ht_sys_read_file("/proc/self/smaps", &smaps, &len) < 0) {
+				smaps = NULL;
+				g->huge_bytes = 0;
+				g->error = HT_E_PROC;
+				continue;
+			}
+			huge = ht_smaps_huge_in(smaps, len, g->start, g->end);
+		}
+		g->huge_bytes = (size_t)huge;
+		/* What is huge beyond the kept page-cache pages is our copy's. */
+		if (g->private_code_bytes)
+			g->private_huge_bytes = g->huge_bytes > g->kept_bytes ? g->huge_bytes - g->kept_bytes : 0;
+	}
+	free(smaps);
+}
