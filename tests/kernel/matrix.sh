@@ -190,7 +190,9 @@ make_disk() {
 	rm -rf "$stage" "$img"
 	mkdir -p "$stage/src" "$stage/build"
 	tar -C "$src" --exclude=./.git --exclude='./build*' -cf - . | tar -C "$stage/src" -xf - || return 1
-	cp -a "$build/." "$stage/build/" || return 1
+	# Hard links when the cache is on the build's file system: a build
+	# dir holds more than a GiB of generated programs.
+	cp -al "$build/." "$stage/build/" 2>/dev/null || cp -a "$build/." "$stage/build/" || return 1
 	# Room for the tests' own copies of programs and libraries.
 	size=$(($(du -sm "$stage" | cut -f1) * 2 + 3072))
 	truncate -s "${size}M" "$img"
@@ -274,6 +276,10 @@ run_host() {
 	HT_LOOP=$loop HT_MNT=$mnt HT_OUT=$out HT_CMD=$cmd unshare --mount --propagation private bash -c '
 		. "$HT_OUT/job.env"
 		mount "$HT_LOOP" "$HT_MNT" || exit 1
+		# The shared cache wants a hugetlbfs mount, as systemd makes on Debian:
+		# one in this namespace only.
+		grep -q " hugetlbfs " /proc/self/mounts ||
+			{ mkdir -p "$HT_MNT/hugepages" && mount -t hugetlbfs hugetlbfs "$HT_MNT/hugepages"; }
 		if [ "$HT_FS" = xfs ]; then cp -a "$HT_STAGE/." "$HT_MNT/"; fi
 		mkdir -p "$HT_MNT/tmp" && chmod 1777 "$HT_MNT/tmp" && sync
 		python3 -c "import os,sys
