@@ -6,6 +6,7 @@ holds env.txt, probe.json and testlog.json (tests/kernel/matrix.sh).
 """
 import json
 import os
+import re
 import sys
 
 MIB = 1 << 20
@@ -53,8 +54,9 @@ def start_path(line):
         parts.append("page cache kept %s MiB" % mib(kept))
     copied = huge - kept
     if copied > 0 or not kept:
-        parts.append("copy %s/%s MiB huge (%s)" % (mib(max(copied, 0)), mib(size - kept),
-                                                   line.get("fill", "?")))
+        what = "explicit pages" if line.get("mode") == "explicit" else "copy"
+        parts.append("%s %s/%s MiB huge (%s)" % (what, mib(max(copied, 0)), mib(size - kept),
+                                                 line.get("fill", "?")))
     if int(line.get("warmed_bytes", 0)):
         parts.append("read back %s MiB" % mib(line["warmed_bytes"]))
     return ", ".join(parts)
@@ -83,6 +85,35 @@ def suite_counts(path):
             f += 1
             failed.append(t.get("name", "?"))
     return p, f, s, failed, skipped
+
+
+def console_counts(path):
+    """A run stopped before its end: the tests its console shows done."""
+    done = {}
+    if os.path.exists(path):
+        for line in open(path, errors="replace"):
+            m = re.match(r"\s*\d+/\d+ \S+ / (\S+)\s+(OK|FAIL|SKIP|TIMEOUT|ERROR)", line.replace("\0", ""))
+            if m:
+                done[m.group(1)] = m.group(2)
+    return done
+
+
+def suite_cell(d):
+    job = open(os.path.join(d, "job.env")).read() if os.path.exists(os.path.join(d, "job.env")) else ""
+    if "HT_MESON_ARGS='none'" in job:
+        return "probe only", [], []
+    if os.path.exists(os.path.join(d, "testlog.json")):
+        p, f, s, failed, skipped = suite_counts(os.path.join(d, "testlog.json"))
+        cell = "%d passed, %d failed, %d skipped" % (p, f, s)
+        clang = os.path.join(d, "clang.result")
+        if os.path.exists(clang):
+            cell += "; clang: %s" % (open(clang).read().strip() or "?")[:60]
+        return cell, failed, skipped
+    done = console_counts(os.path.join(d, "console.log"))
+    ok = sum(1 for r in done.values() if r == "OK")
+    bad = sorted(t for t, r in done.items() if r not in ("OK", "SKIP"))
+    skip = sorted(t for t, r in done.items() if r == "SKIP")
+    return "stopped early: %d passed, %d failed, %d skipped" % (ok, len(bad), len(skip)), bad, skip
 
 
 def why(kernel, second, first):
@@ -125,11 +156,7 @@ def main():
         count = "`PAGEMAP_SCAN`" if k.get("pagemap_scan") else "smaps"
         if not k.get("madv_collapse"):
             count += ", no `MADV_COLLAPSE`"
-        p, f, s, failed, skipped = suite_counts(os.path.join(d, "testlog.json"))
-        suite = "%d passed, %d failed, %d skipped" % (p, f, s)
-        clang = os.path.join(d, "clang.result")
-        if os.path.exists(clang):
-            suite += "; clang: %s" % (open(clang).read().strip() or "?")[:60]
+        suite, failed, skipped = suite_cell(d)
         release = env.get("kernel", k.get("release", kernel))
         print("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
             release, fs, thp, count, start_path(probe.get("first")), start_path(probe.get("second")),
