@@ -382,8 +382,7 @@ def setting(path):
 
 
 def write_doc(a, counts, results, mem, started, seconds):
-    commit = subprocess.run(['git', '-C', SOURCE, 'log', '-1', '--format=%h %s'],
-                            capture_output=True, text=True).stdout.strip()
+    commit = a.commit
     libc = platform.libc_ver()
     o = []
     w = o.append
@@ -406,7 +405,7 @@ def write_doc(a, counts, results, mem, started, seconds):
       'otherwise it is a *difference*.  '
       'Nothing in the output is normalised.\n' % a.timeout)
     w('Configuration: %s, Linux %s, %s %s, THP `%s`, defrag `%s`, preload built '
-      'from `%s`; %s UTC, %d min, %d job(s).\n' % (
+      'from `%s` (the tree\'s HEAD when the sweep started); %s UTC, %d min, %d job(s).\n' % (
           platform.node() or 'host', platform.release(), libc[0], libc[1],
           setting('/sys/kernel/mm/transparent_hugepage/enabled'),
           setting('/sys/kernel/mm/transparent_hugepage/defrag'), commit,
@@ -534,6 +533,8 @@ def main():
                     help="the summary ('-': none)")
     a = ap.parse_args()
     a.command = ' '.join(['tests/sweep/sweep.py'] + [shlex_quote(x) for x in sys.argv[1:]])
+    a.commit = subprocess.run(['git', '-C', SOURCE, 'log', '-1', '--format=%h %s'],
+                              capture_output=True, text=True).stdout.strip()[:72]
     a.preload = a.preload or os.path.join(a.build, 'lib', 'libhugetext-preload.so')
     a.configs = [c for c in a.configs.split(',') if c]
     if any(c not in CONFIGS for c in a.configs):
