@@ -319,6 +319,7 @@ for kernel in $kernels; do
 			read -r p f s < <(count "$out")
 			rc=$(cat "$out/rc" 2>/dev/null || echo "none")
 			line="matrix: $kernel $fs $thp: $p passed, $f failed, $s skipped"
+			[ "$suite" = 1 ] || line="$line (no suite: probe only)"
 			if [ "$rc" = none ]; then
 				line="$line (the run did not finish)"
 				failed=1
