@@ -19,7 +19,9 @@
 # this tree).  --doc writes docs/kernels.md from the runs in the cache.
 # --run runs COMMAND (bash, in the build dir) in each configuration before
 # the suite: with --no-suite --no-probe, a way to look into one kernel.
-# Needs root.  Downloads, unpacked kernels, images and each run's output
+# --kernel host runs on this machine: the disk image on a loop device in a
+# private mount namespace, and this machine's THP mode set for the run and
+# put back after it.  Needs root.  Downloads, unpacked kernels, images and each run's output
 # (console.log, testlog.json, probe.json) go under HT_KERNEL_CACHE
 # (default /var/cache/hugetext-kernels).  Prints one line per run,
 # "matrix: KERNEL FS THP: N passed, N failed, N skipped", and exits
