@@ -45,6 +45,11 @@ proc)
 	${CC:-cc} -c -O1 -fPIC $cflags "$lib/sys.c" -o "$out/sys.o" || exit 1
 	srcs="$lib/pool.c $lib/objects.c $lib/options.c $lib/report.c $lib/strings.c $lib/maps.c $out/sys.o"
 	;;
+conf)
+	# shellcheck disable=SC2086
+	${CC:-cc} -c -O1 -fPIC $cflags "$lib/sys.c" -o "$out/sys.o" || exit 1
+	srcs="$lib/conf.c $lib/maps.c $out/sys.o"
+	;;
 elf)
 	if [ ! -f "$src/tools/elfcheck.c" ]; then
 		echo "SKIP: tools/elfcheck.c does not exist yet"
