@@ -17,6 +17,7 @@
 #include "../smaps-count.h"
 
 static volatile int stop;
+static int started;
 static unsigned long wrong, calls;
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 
@@ -29,6 +30,8 @@ static void *runner(void *arg)
 			w += bigtext_get(i)(5) != (int)(15 + i);
 			c++;
 		}
+		if (c == (bigtext_count - t + 3) / 4)
+			__atomic_add_fetch(&started, 1, __ATOMIC_RELEASE);
 	}
 	pthread_mutex_lock(&mu);
 	wrong += w;
@@ -47,7 +50,9 @@ int main(int argc, char **argv)
 		return 2;
 	for (unsigned long t = 0; t < 4; t++)
 		pthread_create(&th[t], NULL, runner, (void *)t);
-	usleep(20000);
+	/* Every thread runs the code when dlopen() is called, however busy the machine. */
+	while (__atomic_load_n(&started, __ATOMIC_ACQUIRE) < 4)
+		usleep(1000);
 
 	errno = 0;
 	h = dlopen(argv[1], RTLD_NOW);

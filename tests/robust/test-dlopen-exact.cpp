@@ -170,6 +170,12 @@ TEST_CASE("dlopen(NULL) gives the program's handle", "[dlopen][exact]")
 
 TEST_CASE("dlmopen(LM_ID_NEWLM) loads into a new namespace", "[dlopen][exact]")
 {
+	if (sanitizer_build()) {
+		// The library links the ASan runtime, which aborts when loaded a
+		// second time into a new namespace, with or without the preload.
+		WARN("not checked: ASan's runtime cannot be loaded into a second namespace");
+		return;
+	}
 	runs r = compare("dlmopen");
 	plain_gives(r, "dlmopen namespace new", "1");
 	plain_gives(r, "dlmopen base loaded", "0");
