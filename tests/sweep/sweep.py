@@ -19,6 +19,7 @@ import os
 import platform
 import re
 import shutil
+import signal
 import struct
 import subprocess
 import sys
@@ -448,6 +449,9 @@ def write_doc(a, counts, results, mem, started, seconds):
     if crashed:
         w('Killed by a signal in their plain run: %s.\n' % (
             ', '.join('`%s`' % p for p in crashed)))
+    if a.stopped:
+        w('(Stopped by a signal after %d of the %d programs to run.)\n' % (
+            counts['run'], counts['chosen'] - counts['denied']))
     if a.limit or a.only:
         w('(A partial run: `--limit`/`--only` chose %d of the programs.)\n' % counts['chosen'])
     diffs = [r for r in results if r['verdict'] == 'difference']
@@ -548,6 +552,7 @@ def main():
     ap.add_argument('--out', default=os.path.join(SOURCE, 'docs', 'compat-sweep.md'),
                     help="the summary ('-': none)")
     a = ap.parse_args()
+    a.stopped = False
     a.command = ' '.join(['tests/sweep/sweep.py'] + [shlex_quote(x) for x in sys.argv[1:]])
     a.commit = subprocess.run(['git', '-C', SOURCE, 'log', '-1', '--format=%h %s'],
                               capture_output=True, text=True).stdout.strip()[:72]
@@ -577,13 +582,20 @@ def main():
     s.prepare()
     started, t0 = datetime.datetime.utcnow(), time.time()
     results = []
-    with ThreadPoolExecutor(max_workers=a.jobs) as ex:
+    # SIGTERM or ^C stops the sweep; what ran by then is summarised.
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
+    ex = ThreadPoolExecutor(max_workers=a.jobs)
+    try:
         for i, res in enumerate(ex.map(s.program, to_run)):
             results.append(res)
             mark = '' if res['verdict'] == 'identical' else '  ' + res['verdict'].upper()
             print('[%d/%d] %s%s' % (i + 1, len(to_run), res['path'], mark), flush=True)
             for d in res.get('differences', []):
                 print('    %s: %s' % (d['config'], d['what']), flush=True)
+    except KeyboardInterrupt:
+        a.stopped = True
+        print('stopped after %d programs' % len(results), flush=True)
+    ex.shutdown(wait=True, cancel_futures=True)
 
     counts = {'programs': len(programs), 'chosen': len(chosen), 'denied': sum(groups.values()),
               'groups': groups,
@@ -602,7 +614,9 @@ def main():
         print('%s: %d processes, private %s MiB for %s MiB of code, %d regions over 2x, '
               '%d failed' % (c, t['processes'], mib(t['private']), mib(t['code']),
                              len(t['flagged']), t['failed']))
-    return 1 if counts['difference'] else 0
+    if counts['difference']:
+        return 1
+    return 2 if a.stopped else 0
 
 
 if __name__ == '__main__':
