@@ -42,6 +42,12 @@ __thread int ht_lock_held;
 
 void ht_lock_acquire(void)
 {
+	/*
+	 * The first look-up of glibc's functions takes the loader's lock; a
+	 * thread inside dlopen() holds that one and may wait for ours (a
+	 * constructor calling the API): look up before ours is held.
+	 */
+	ht_libc();
 	pthread_once(&atfork_once, register_atfork);
 	pthread_mutex_lock(&ht_lock);
 	ht_lock_held = 1;
