@@ -6,7 +6,7 @@
 #include <cstring>
 
 #include "poolcmd.h"
-#include "run.h"
+#include "../../tools/run.h" /* not lib/run.h, the library's run state */
 #include "tool.h"
 
 namespace {
