@@ -251,13 +251,16 @@ static int in_snapshot(const struct snapshot *s, const struct ht_object *o)
 }
 
 /*
- * Could one huge page of @o pay (plan.h)?  Only where an executable
+ * Could one huge page of @o pay (plan.h)?  Only for an object with the
+ * policy's minimum of code (policy.h), and where an executable
  * segment holds at least what one page needs.  It spares the library's run
  * (which reads /proc/self/maps: hundreds of us) for every small library a
  * broad HUGETEXT_MATCH lets through.
  */
 static int may_pay(const struct ht_object *o)
 {
+	if (ht_object_code_bytes(o) < ht_preload_policy.min_code)
+		return 0;
 	for (int i = 0; i < o->nseg; i++)
 		if ((o->segs[i].flags & PF_X) &&
 		    ht_page_pays(o->segs[i].end - o->segs[i].start, (size_t)2 << 20))

@@ -12,6 +12,7 @@
  */
 #include "background.h"
 #include "internal.h"
+#include "policy.h"
 #include "preload.h"
 #include "sys.h"
 
@@ -25,6 +26,7 @@
 #include <unistd.h>
 
 struct ht_options ht_preload_opt;
+struct ht_policy ht_preload_policy;
 int ht_preload_active;
 static regex_t match_re;
 static int have_match;
@@ -50,28 +52,119 @@ static void absolute_report_path(void)
 		ht_preload_opt.report_path = path;
 }
 
+/*
+ * The policy file, honoured only when root owns it and nobody else can
+ * write it (conf.c).  A missing file is silent; a refused one is noted
+ * under verbose, once the environment has said whether to be verbose.
+ */
+static void read_policy(char *why, size_t len)
+{
+	static struct ht_conf conf; /* the options point into it */
+	int err = ht_conf_load(HT_CONF_PATH, &conf, why, len);
+
+	if (err == -ENOENT)
+		why[0] = '\0';
+	if (err < 0)
+		return;
+	ht_policy_from_conf(&conf, &ht_preload_opt, &ht_preload_policy);
+	if (conf.nunknown)
+		snprintf(why, len, "%s: %u unknown key(s), first \"%s\" on line %u", HT_CONF_PATH,
+			 conf.nunknown, conf.unknown[0], conf.unknown_line[0]);
+}
+
+/* The program's path, for the policy's programs pattern and the report. */
+static int program_path(char *buf, size_t len)
+{
+	ssize_t n = ht_libc()->readlink("/proc/self/exe", buf, len - 1);
+
+	if (n <= 0)
+		return -1;
+	buf[n] = '\0';
+	return 0;
+}
+
+/* Does the policy's programs pattern take this program?  Unset: every one. */
+static int program_wanted(void)
+{
+	regex_t re;
+	char path[4096];
+	int ok;
+
+	if (!ht_preload_policy.programs)
+		return 1;
+	if (program_path(path, sizeof(path)) < 0)
+		return 0;
+	if (ht_regcomp(&re, ht_preload_policy.programs, REG_EXTENDED | REG_NOSUB) != 0) {
+		ht_report_note(&ht_preload_opt, "ignored the programs pattern: it does not compile");
+		return 0;
+	}
+	ok = ht_regexec(&re, path, 0, NULL, 0) == 0;
+	ht_regfree(&re);
+	return ok;
+}
+
+/*
+ * Is anything loaded now worth a move?  The loader's object list alone
+ * answers, so a small program never pays for reading /proc.
+ */
+static int worth_moving_now(void)
+{
+	struct ht_object *objs;
+	size_t n;
+	int worth;
+
+	if (ht_objects_list(&objs, &n) < 0)
+		return 1; /* let the run say what failed */
+	worth = ht_policy_worth(&ht_preload_policy, objs, n, ht_preload_opt.match != NULL);
+	free(objs);
+	return worth;
+}
+
+/* Says, when a report or verbose is asked, that nothing was worth a move. */
+static void report_not_worth(void)
+{
+	struct ht_region g;
+
+	if (!ht_preload_opt.verbose && !ht_preload_opt.report_path)
+		return;
+	memset(&g, 0, sizeof(g));
+	if (program_path(g.object, sizeof(g.object)) < 0)
+		g.object[0] = '\0';
+	g.mode = ht_preload_opt.mode;
+	g.status = HT_STATUS_SKIPPED;
+	g.error = HT_E_BELOW_MIN;
+	g.fill = g.cache = g.cache_error = "";
+	ht_report_emit(&ht_preload_opt, &g);
+}
+
 __attribute__((constructor)) static void ht_preload(void)
 {
-	char notes[512];
-	const char *v;
-	int saved = errno, async = 0;
+	char notes[512], policy_note[300];
+	int saved = errno;
 
 	ht_options_init(&ht_preload_opt);
+	ht_policy_init(&ht_preload_policy);
+	read_policy(policy_note, sizeof(policy_note));
 	ht_options_env(&ht_preload_opt, ht_secure_getenv, notes, sizeof(notes));
 	if (notes[0])
 		ht_report_note(&ht_preload_opt, notes);
-	v = ht_secure_getenv("HUGETEXT_ASYNC");
-	if (v && ht_parse_bool(v, &async) < 0) {
-		snprintf(notes, sizeof(notes), "ignored HUGETEXT_ASYNC=\"%.40s\"", v);
+	notes[0] = '\0';
+	ht_policy_env(&ht_preload_policy, ht_secure_getenv, notes, sizeof(notes));
+	if (notes[0])
 		ht_report_note(&ht_preload_opt, notes);
-	}
-	ht_preload_active = ht_preload_opt.mode != HT_MODE_OFF;
+	if (policy_note[0])
+		ht_report_note(&ht_preload_opt, policy_note);
+	ht_preload_active = ht_preload_opt.mode != HT_MODE_OFF && program_wanted();
 	if (ht_preload_active && ht_preload_opt.match)
 		have_match = ht_regcomp(&match_re, ht_preload_opt.match, REG_EXTENDED | REG_NOSUB) == 0;
-	if (ht_preload_active && async)
-		absolute_report_path();
-	if (ht_preload_active && (!async || ht_background_start(&ht_preload_opt) < 0))
-		ht_remap(&ht_preload_opt, NULL, 0, NULL);
+	if (ht_preload_active && worth_moving_now()) {
+		if (ht_preload_policy.async)
+			absolute_report_path();
+		if (!ht_preload_policy.async || ht_background_start(&ht_preload_opt) < 0)
+			ht_remap(&ht_preload_opt, NULL, 0, NULL);
+	} else if (ht_preload_active) {
+		report_not_worth();
+	}
 	/* The program must not see anything of us, not even errno. */
 	errno = saved;
 }

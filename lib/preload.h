@@ -7,10 +7,13 @@
 #define HT_PRELOAD_H
 
 #include "hugetext.h"
+#include "policy.h"
 
 /* The settings read from the environment. */
 extern struct ht_options ht_preload_opt;
-/* Not HUGETEXT_MODE=off: the hook has something to do. */
+/* The policy file and HUGETEXT_PROGRAMS, _MIN_CODE, _ASYNC. */
+extern struct ht_policy ht_preload_policy;
+/* Not HUGETEXT_MODE=off, and a program the policy takes: the hook has something to do. */
 extern int ht_preload_active;
 
 /* True when @name matches HUGETEXT_MATCH (false when unset or invalid). */

@@ -46,6 +46,7 @@ const char *ht_error_str(enum ht_error error)
 		[HT_E_MEMCG] = "the memory cgroup has too little room for the copy",
 		[HT_E_THP_OFF] = "transparent huge pages are disabled (never)",
 		[HT_E_CHANGED] = "the code changed while it was copied",
+		[HT_E_BELOW_MIN] = "less code than the minimum worth moving (min_code, at least 2 MiB)",
 	};
 
 	return (unsigned)error < HT_E__COUNT && text[error] ? text[error] : "unknown error";

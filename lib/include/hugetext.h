@@ -71,6 +71,7 @@ enum ht_error {
 	HT_E_MEMCG,        /* failed: the memory cgroup has too little room for the copy */
 	HT_E_THP_OFF,      /* failed: transparent huge pages are set to "never" */
 	HT_E_CHANGED,      /* failed: the code changed while it was copied (background move) */
+	HT_E_BELOW_MIN,    /* skipped: no object has the policy's minimum of code (preload) */
 	HT_E__COUNT
 };
 
