@@ -37,7 +37,7 @@ static void set_state(int state)
 static void *background(void *arg)
 {
 	(void)arg;
-	__atomic_store_n(&bg_tid, (pid_t)syscall(SYS_gettid), __ATOMIC_RELEASE);
+	__atomic_store_n(&bg_tid, (pid_t)ht_libc()->syscall(SYS_gettid), __ATOMIC_RELEASE);
 	ht_in_background = 1;
 	/*
 	 * main() may close descriptors it did not open (closefrom) and reuse
@@ -101,7 +101,7 @@ static int create_thread(void)
 	if (pthread_attr_init(&attr) != 0)
 		return -1;
 	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-	sigfillset(&all);
+	ht_libc()->sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
 	err = pthread_create(&th, &attr, background, NULL);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
@@ -124,7 +124,7 @@ int ht_background_start(const struct ht_options *opt)
 		return -1;
 	pthread_once(&once, register_atfork);
 	bg_opt = opt;
-	bg_pid = getpid();
+	bg_pid = ht_getpid();
 	bg_state = BG_STARTING;
 	if (create_thread() < 0) {
 		bg_state = BG_NONE;
@@ -147,10 +147,10 @@ int ht_background_alive(void)
 	int saved = errno, alive;
 
 	/* In a child made by clone() without fork()'s handlers the pid differs. */
-	if (!tid || bg_pid != getpid())
+	if (!tid || bg_pid != ht_getpid())
 		return 0;
 	/* Signal 0 checks only; ESRCH once the thread has left the process. */
-	alive = syscall(SYS_tgkill, bg_pid, tid, 0) == 0 || errno != ESRCH;
+	alive = ht_libc()->syscall(SYS_tgkill, bg_pid, tid, 0) == 0 || errno != ESRCH;
 	if (!alive)
 		__atomic_store_n(&bg_tid, 0, __ATOMIC_RELEASE);
 	errno = saved;
@@ -170,7 +170,7 @@ void ht_background_wait(unsigned ms)
 	if (!ht_background_alive())
 		return;
 	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel);
-	clock_gettime(CLOCK_REALTIME, &until);
+	ht_libc()->clock_gettime(CLOCK_REALTIME, &until);
 	until.tv_sec += ms / 1000;
 	until.tv_nsec += (long)(ms % 1000) * 1000000L;
 	if (until.tv_nsec >= 1000000000L) {

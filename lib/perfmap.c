@@ -140,7 +140,7 @@ int ht_perf_map_write(const char *path, uintptr_t bias, uintptr_t start, uintptr
 	fd = ht_sys_open(path, O_RDONLY, 0);
 	s = malloc(sizeof(*s));
 	elf = fd >= 0 && s ? e.begin(fd, ELF_C_READ, NULL) : NULL;
-	snprintf(map, sizeof(map), "/tmp/perf-%ld.map", (long)getpid());
+	snprintf(map, sizeof(map), "/tmp/perf-%ld.map", (long)ht_getpid());
 	err = elf ? ht_sys_open(map, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW, 0644) : -ENOEXEC;
 	if (err >= 0) {
 		s->fd = err;

@@ -74,8 +74,6 @@ static bool allowed_name(const std::string &s)
 // Calls outside lib/sys.c not switched yet, in files other sessions own.
 // An entry that no longer applies is harmless; a new one needs a reason.
 static const std::map<std::string, std::set<std::string>> pending = {
-	{ "background.c.o", { "syscall", "sigfillset", "getpid", "clock_gettime" } },
-	{ "perfmap.c.o", { "getpid" } },
 };
 
 static std::string strip_version(const std::string &s)
