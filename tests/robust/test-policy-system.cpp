@@ -20,6 +20,10 @@ extern "C" const char *test_skip_reason(void)
 		return "transparent huge pages are disabled (enabled is never or absent)";
 	if (run_prog({ "unshare", "-m", "true" }).status != 0)
 		return "cannot make a mount namespace here";
+	std::string d = temp_path("policy-probe");
+	prog_result r = run_prog({ "sh", "-c", "rm -rf " + d + " && mkdir -p " + d + "/u " + d + "/w && unshare -m sh -c 'mount --make-rprivate / && mount -t overlay overlay -o lowerdir=/etc,upperdir=" + d + "/u,workdir=" + d + "/w /etc'; s=$?; rm -rf " + d + "; exit $s" });
+	if (r.status != 0)
+		return "overlayfs cannot be mounted over /etc here (nested overlays, or no overlay module)";
 	return nullptr;
 }
 
