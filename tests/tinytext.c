@@ -7,10 +7,10 @@
 #define TINY_FN(n) \
 	__attribute__((noinline)) int tiny_##n(int x) \
 	{ \
-		int s = x; \
+		unsigned s = (unsigned)x; \
 		for (int i = 0; i < 8; i++) \
-			s = s * 31 + i * (n + 1); \
-		return s; \
+			s = s * 31u + (unsigned)(i * (n + 1)); \
+		return (int)(s & 0x7fffffff); \
 	}
 
 /* 4 KiB more code: rets nobody calls. */
@@ -20,6 +20,8 @@ TINY_FN(0) TINY_FN(1) TINY_FN(2) TINY_FN(3) TINY_FN(4) TINY_FN(5) TINY_FN(6) TIN
 
 int tiny_sum(int x)
 {
-	return tiny_0(x) + tiny_1(x) + tiny_2(x) + tiny_3(x) + tiny_4(x) + tiny_5(x) + tiny_6(x) +
-	       tiny_7(x);
+	unsigned s = (unsigned)tiny_0(x) + tiny_1(x) + tiny_2(x) + tiny_3(x) + tiny_4(x) +
+		     tiny_5(x) + tiny_6(x) + tiny_7(x);
+
+	return (int)(s & 0x7fffffff); /* wraps as unsigned: no signed overflow */
 }
