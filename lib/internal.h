@@ -26,6 +26,8 @@ int ht_parse_bool(const char *s, int *out);
  */
 void ht_options_env(struct ht_options *opt, char *(*get)(const char *),
 		    char *notes, size_t notes_len);
+/* Appends "ignored VAR="value"" to the notes in @notes (may be NULL). */
+void ht_note_ignored(char *notes, size_t len, const char *var, const char *val);
 
 /* --- report.c: the JSON and human lines, formatted into buffers --- */
 

@@ -73,7 +73,7 @@ int ht_parse_bool(const char *s, int *out)
 	return -EINVAL;
 }
 
-static void note(char *notes, size_t len, const char *var, const char *val)
+void ht_note_ignored(char *notes, size_t len, const char *var, const char *val)
 {
 	size_t used;
 
@@ -93,7 +93,7 @@ static void env_bool(char *(*get)(const char *), const char *var, int *field,
 	const char *v = get(var);
 
 	if (v && ht_parse_bool(v, field) < 0)
-		note(notes, len, var, v);
+		ht_note_ignored(notes, len, var, v);
 }
 
 /* An empty pattern means "not set", so HUGETEXT_MATCH= switches it off. */
@@ -116,7 +116,7 @@ void ht_options_env(struct ht_options *opt, char *(*get)(const char *),
 		notes[0] = '\0';
 	v = get("HUGETEXT_MODE");
 	if (v && ht_parse_mode(v, &opt->mode) < 0)
-		note(notes, len, "HUGETEXT_MODE", v);
+		ht_note_ignored(notes, len, "HUGETEXT_MODE", v);
 	/* iodlr's switch, honoured when our own mode is not set. */
 	v = get("IODLR_USE_EXPLICIT_HP");
 	if (v && ht_parse_bool(v, &iodlr_explicit) == 0 && iodlr_explicit && !get("HUGETEXT_MODE"))
@@ -135,7 +135,7 @@ void ht_options_env(struct ht_options *opt, char *(*get)(const char *),
 	opt->ignore = env_pattern(get, "HUGETEXT_IGNORE", opt->ignore);
 	v = get("HUGETEXT_BUDGET_MS");
 	if (v && ht_parse_uint(v, HT_BUDGET_MAX, &opt->budget_ms) < 0)
-		note(notes, len, "HUGETEXT_BUDGET_MS", v);
+		ht_note_ignored(notes, len, "HUGETEXT_BUDGET_MS", v);
 	v = get("HUGETEXT_FILL");
 	if (v) {
 		if (strcmp(v, "pread") == 0)
@@ -145,7 +145,7 @@ void ht_options_env(struct ht_options *opt, char *(*get)(const char *),
 		else if (strcmp(v, "auto") == 0)
 			opt->fill = 0;
 		else
-			note(notes, len, "HUGETEXT_FILL", v);
+			ht_note_ignored(notes, len, "HUGETEXT_FILL", v);
 	}
 }
 

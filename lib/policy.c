@@ -4,7 +4,6 @@
 
 #include <elf.h>
 #include <errno.h>
-#include <stdio.h>
 #include <string.h>
 
 #include "internal.h"
@@ -38,18 +37,6 @@ void ht_policy_from_conf(const struct ht_conf *c, struct ht_options *opt, struct
 		p->async = c->async;
 }
 
-static void note(char *notes, size_t len, const char *var, const char *val)
-{
-	size_t used;
-
-	if (!notes || len == 0)
-		return;
-	used = strnlen(notes, len);
-	if (used + 1 < len)
-		snprintf(notes + used, len - used, "%signored %s=\"%.40s\"", used ? "; " : "", var,
-			 val);
-}
-
 void ht_policy_env(struct ht_policy *p, char *(*get)(const char *), char *notes, size_t len)
 {
 	const char *v = get("HUGETEXT_PROGRAMS");
@@ -58,10 +45,10 @@ void ht_policy_env(struct ht_policy *p, char *(*get)(const char *), char *notes,
 		p->programs = *v ? v : NULL;
 	v = get("HUGETEXT_MIN_CODE");
 	if (v && ht_conf_parse_size(v, strlen(v), &p->min_code) < 0)
-		note(notes, len, "HUGETEXT_MIN_CODE", v);
+		ht_note_ignored(notes, len, "HUGETEXT_MIN_CODE", v);
 	v = get("HUGETEXT_ASYNC");
 	if (v && ht_parse_bool(v, &p->async) < 0)
-		note(notes, len, "HUGETEXT_ASYNC", v);
+		ht_note_ignored(notes, len, "HUGETEXT_ASYNC", v);
 }
 
 uint64_t ht_object_code_bytes(const struct ht_object *o)
