@@ -9,9 +9,13 @@
 #   env.txt       the kernel, file system and THP mode seen here
 # Settings: HT_SRC HT_BUILD HT_THP HT_FS HT_OUT HT_MESON_ARGS HT_PROBE HT_CLANG (1/0),
 # HT_CMD (a command to run in the build dir first, for --run).
+# Under qemu it sets HT_EMULATED=tcg for the tests: the few whose work or
+# waits are sized for hardware (perfmap, tools-hostile, tools-edit) size
+# them for emulation instead.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 thp=/sys/kernel/mm/transparent_hugepage/enabled
+[ "${HT_KERNEL_LABEL:-}" = host ] || export HT_EMULATED=tcg
 
 echo "$HT_THP" >"$thp" || echo "guest: cannot set THP to $HT_THP"
 {

@@ -3,6 +3,8 @@
 // changed; an accepted edit changes p_flags bytes only.
 #include <catch2/catch.hpp>
 
+#include <chrono>
+#include <cstdlib>
 #include <random>
 
 #include "tooltest.hpp"
@@ -152,15 +154,31 @@ TEST_CASE("hundreds of mutated headers: no crash, refused files unchanged, edits
 		bases.push_back(make_elf(synthetic(32, true)));
 	std::mt19937 rng(5);
 	size_t refused = 0, edited = 0;
+	// 320 mutants take two seconds on hardware, and many minutes under
+	// qemu's emulation (TCG), where the kernel matrix sets HT_EMULATED: 96
+	// there.  A time budget within the test's time limit stops them early
+	// on a machine too busy for it; at least 64 must have run.  The
+	// mutants are the same sequence everywhere, and the first ones already
+	// cover every base and every kind of mutation.
+	const char *emulated = std::getenv("HT_EMULATED");
+	const bool slow = emulated && *emulated;
+	const int want = slow ? 96 : 320, at_least = 64;
+	const auto budget = std::chrono::seconds(slow ? 180 : 20);
+	const auto start = std::chrono::steady_clock::now();
+	int ran = 0;
 
-	for (int i = 0; i < 320; i++) {
+	for (int i = 0; i < want && std::chrono::steady_clock::now() - start < budget; i++) {
 		std::string m = mutate(bases[(size_t)i % bases.size()], rng);
 		INFO("mutant " << i);
 		check_mutant(d / "m", m, refused, edited);
+		ran++;
 	}
-	// Both outcomes occur, or the mutations test nothing.
-	CHECK(refused > 50);
-	CHECK(edited > 20);
+	INFO(ran << " mutants ran: " << refused << " refused, " << edited << " edited");
+	CHECK(ran >= at_least);
+	// Both outcomes occur, or the mutations test nothing (of 320: 174
+	// refused, 146 edited; of the first 96: 56 and 40).
+	CHECK(refused * 320 > 50 * (size_t)ran);
+	CHECK(edited * 320 > 20 * (size_t)ran);
 }
 
 TEST_CASE("the headers that crash hugeedit 2.23 are refused and left untouched", "[hostile]")
