@@ -53,6 +53,33 @@ int ht_budget_spent(const struct run *r)
 	return r->opt->budget_ms && ht_now_ms() - r->t0 >= (double)r->opt->budget_ms;
 }
 
+/*
+ * Whether this span, which only a private copy can move, is copied now
+ * (ht_options.copy).  A copy costs CPU time (getting and zeroing 2 MiB
+ * pages, reading the code) that a short run never wins back.  auto copies
+ * now only where the kernel already maps some of this file's page-cache
+ * pages huge: the read-back after the copy then makes every later start
+ * copy-free.  Else it hands the span to the preload's background thread,
+ * which copies once the process has used enough CPU time for the copy to
+ * pay; the region says "deferred".  Without that thread it says why not.
+ */
+static int copy_now(struct run *r, const struct ht_seg_query *q, const struct ht_seg_plan *p,
+		    struct ht_region *g, int use_cache)
+{
+	const struct ht_options *opt = r->opt;
+	size_t bytes = p->span.end - p->span.start;
+
+	if (opt->copy == HT_COPY_NOW || (opt->copy == HT_COPY_AUTO && ht_in_background))
+		return 1;
+	if (opt->copy == HT_COPY_AUTO && use_cache && g->kept_bytes > 0)
+		return 1;
+	if (opt->copy == HT_COPY_AUTO && ht_defer_copy && ht_defer_copy(opt, q, bytes) == 0)
+		ht_set_outcome(r, g, HT_STATUS_SKIPPED, HT_E_DEFERRED, 0);
+	else
+		ht_set_outcome(r, g, HT_STATUS_SKIPPED, HT_E_NO_COPY, 0);
+	return 0;
+}
+
 /* Moves one planned span; the region is filled whatever happens. */
 static void move_planned(struct run *r, const struct ht_object *o, const struct ht_seg_query *q,
 			 const struct ht_seg_plan *whole, struct ht_region *g)
@@ -93,7 +120,17 @@ static void move_planned(struct run *r, const struct ht_object *o, const struct 
 	}
 	if (opt.budget_ms)
 		src.deadline_ms = r->t0 + opt.budget_ms;
-	err = opt.share ? ht_try_cache(&opt, o, p, &src, g) : -EAGAIN;
+	/* A deferred copy (no object) tried the cache already, at start-up. */
+	err = opt.share && (o || opt.share == HT_SHARE_ON) ? ht_try_cache(&opt, o, p, &src, g) : -EAGAIN;
+	if (err < 0 && !copy_now(r, q, p, g, use_cache)) {
+		if (src.fd >= 0)
+			ht_sys_close(src.fd);
+		g->huge_bytes = g->kept_bytes;
+		g->start = whole->span.start;
+		g->end = whole->span.end;
+		g->bytes = whole->span.end - whole->span.start;
+		return;
+	}
 	if (err < 0) {
 		struct ht_source fill = src;
 
@@ -117,23 +154,20 @@ static void move_planned(struct run *r, const struct ht_object *o, const struct 
 		ht_set_outcome(r, g, HT_STATUS_FAILED, g->error, err);
 }
 
-static void do_segment(struct run *r, const struct ht_object *o, int i)
+/* Plans one segment against the maps and moves it; @o is NULL for a deferred one. */
+static void do_query(struct run *r, const struct ht_object *o, const struct ht_seg_query *q)
 {
-	struct ht_seg_query q = { .start = o->segs[i].start, .end = o->segs[i].end };
 	struct ht_seg_plan p;
 	struct ht_region *g;
 	double t = ht_now_ms();
 	int err;
 
-	if (i + 1 < o->nseg)
-		q.next = o->segs[i + 1].start;
-	q.id_addr = ht_object_id_addr(o);
-	err = ht_plan_segment(r->maps, r->maps_len, &q, HT_HUGE_PAGE_SIZE, &p);
-	g = ht_new_region(r, o->name[0] ? o->name : p.path);
+	err = ht_plan_segment(r->maps, r->maps_len, q, HT_HUGE_PAGE_SIZE, &p);
+	g = ht_new_region(r, o && o->name[0] ? o->name : p.path);
 	if (!g)
 		return;
-	g->start = ht_round_down(q.start, HT_PAGE);
-	g->end = ht_round_up(q.end, HT_PAGE);
+	g->start = ht_round_down(q->start, HT_PAGE);
+	g->end = ht_round_up(q->end, HT_PAGE);
 	if (err == -ERANGE)
 		ht_set_outcome(r, g, HT_STATUS_SKIPPED, HT_E_TOO_SMALL, 0);
 	else if (err == -EALREADY)
@@ -141,8 +175,18 @@ static void do_segment(struct run *r, const struct ht_object *o, int i)
 	else if (err < 0)
 		ht_set_outcome(r, g, HT_STATUS_FAILED, HT_E_NOT_MAPPED, -ENOENT);
 	else
-		move_planned(r, o, &q, &p, g);
+		move_planned(r, o, q, &p, g);
 	g->ms = ht_now_ms() - t;
+}
+
+static void do_segment(struct run *r, const struct ht_object *o, int i)
+{
+	struct ht_seg_query q = { .start = o->segs[i].start, .end = o->segs[i].end };
+
+	if (i + 1 < o->nseg)
+		q.next = o->segs[i + 1].start;
+	q.id_addr = ht_object_id_addr(o);
+	do_query(r, o, &q);
 }
 
 static void do_object(struct run *r, const struct ht_object *o)
@@ -266,6 +310,27 @@ int ht_remap_new(const struct ht_options *opt, const char *dso_bre,
 	if (dso_bre && !r.dso_found && !err)
 		err = -ENOENT;
 	finish(&r, regions, max, count);
+	return err;
+}
+
+int ht_remap_deferred(const struct ht_options *opt, const struct ht_seg_query *qs, size_t n,
+		      struct ht_region *regions, size_t max, size_t *count)
+{
+	struct run r = { .opt = opt, .t0 = ht_now_ms() };
+	int err;
+
+	ht_lock_acquire();
+	err = ht_sys_read_file("/proc/self/maps", &r.maps, &r.maps_len);
+	if (err < 0) {
+		ht_run_failed(&r, HT_E_PROC, err, "");
+	} else {
+		for (size_t i = 0; i < n; i++)
+			do_query(&r, NULL, &qs[i]);
+		ht_verify(&r);
+	}
+	err = r.first_err;
+	finish(&r, regions, max, count);
+	ht_lock_release();
 	return err;
 }
 

@@ -6,6 +6,7 @@
  */
 #include "background.h"
 #include "internal.h"
+#include "region.h"
 #include "sys.h"
 
 #include <dlfcn.h>
@@ -17,14 +18,30 @@
 #include <time.h>
 #include <unistd.h>
 
-enum { BG_NONE, BG_STARTING, BG_RUNNING, BG_REFUSED };
+enum { BG_NONE, BG_STARTING, BG_WAITING, BG_RUNNING, BG_REFUSED };
+
+/* Segments deferred at once: more are left where they are. */
+#define BG_MAX_DEFERRED 32
+/*
+ * The copy's cost, measured here (bench/run.sh --only clang, startup):
+ * getting, zeroing and filling 2 MiB pages costs about 1-2 ms of CPU per
+ * MiB, and the huge pages give back about 5% of the CPU time that follows.
+ * So a copy of N MiB pays once the program runs on for about 20 x 2 x N
+ * ms; waiting that long first (the ski-rental rule) bounds what a run
+ * that ends just after the copy can lose, and a shorter run pays nothing.
+ */
+#define BG_COPY_AFTER_MS_PER_MIB 40.0
 
 static pthread_mutex_t bg_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t bg_cond = PTHREAD_COND_INITIALIZER;
-static int bg_state;
+static int bg_state, bg_cancel;
 static const struct ht_options *bg_opt;
 /* The process and thread ids, to ask the kernel whether the thread still counts. */
 static pid_t bg_pid, bg_tid;
+/* The deferred copy: what to move, and the process CPU time (ms) when it pays. */
+static struct ht_seg_query bg_queue[BG_MAX_DEFERRED];
+static size_t bg_nqueue;
+static double bg_due_ms;
 
 static void set_state(int state)
 {
@@ -34,9 +51,68 @@ static void set_state(int state)
 	pthread_mutex_unlock(&bg_mu);
 }
 
+static double cpu_ms(void)
+{
+	struct timespec ts;
+
+	if (ht_libc()->clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts) < 0)
+		return 0;
+	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+/*
+ * Sleeps (bg_mu held) until the process has used bg_due_ms of CPU time or
+ * the move is cancelled.  The process's CPU clock runs at most as fast as
+ * its threads, so waking every quarter of what is left (10 ms to 1 s)
+ * never oversleeps by much and costs an idle process a few wake-ups.
+ */
+static int wait_until_due(void)
+{
+	for (;;) {
+		double left = bg_due_ms - cpu_ms();
+		struct timespec until;
+		long ms;
+
+		if (bg_cancel)
+			return -1;
+		if (left <= 0)
+			return 0;
+		ms = left / 4 < 10 ? 10 : left / 4 > 1000 ? 1000 : (long)(left / 4);
+		ht_libc()->clock_gettime(CLOCK_REALTIME, &until);
+		until.tv_sec += ms / 1000;
+		until.tv_nsec += (ms % 1000) * 1000000L;
+		if (until.tv_nsec >= 1000000000L) {
+			until.tv_sec++;
+			until.tv_nsec -= 1000000000L;
+		}
+		pthread_cond_timedwait(&bg_cond, &bg_mu, &until);
+	}
+}
+
+/* The deferred copy: waits until it pays, then moves what was queued meanwhile. */
+static void run_deferred(void)
+{
+	struct ht_seg_query q[BG_MAX_DEFERRED];
+	size_t n;
+
+	pthread_mutex_lock(&bg_mu);
+	if (wait_until_due() < 0) {
+		pthread_mutex_unlock(&bg_mu);
+		return;
+	}
+	n = bg_nqueue;
+	memcpy(q, bg_queue, n * sizeof(q[0]));
+	bg_nqueue = 0;
+	bg_state = BG_RUNNING;
+	pthread_cond_broadcast(&bg_cond);
+	pthread_mutex_unlock(&bg_mu);
+	ht_remap_deferred(bg_opt, q, n, NULL, 0, NULL);
+}
+
 static void *background(void *arg)
 {
-	(void)arg;
+	int deferred = arg != NULL;
+
 	__atomic_store_n(&bg_tid, (pid_t)ht_libc()->syscall(SYS_gettid), __ATOMIC_RELEASE);
 	ht_in_background = 1;
 	/*
@@ -48,8 +124,11 @@ static void *background(void *arg)
 		set_state(BG_REFUSED);
 		return NULL;
 	}
-	set_state(BG_RUNNING);
-	ht_remap(bg_opt, NULL, 0, NULL);
+	set_state(deferred ? BG_WAITING : BG_RUNNING);
+	if (deferred)
+		run_deferred();
+	else
+		ht_remap(bg_opt, NULL, 0, NULL);
 	set_state(BG_NONE);
 	return NULL;
 }
@@ -61,6 +140,8 @@ static void none_in_child(void)
 	pthread_cond_init(&bg_cond, NULL);
 	bg_state = BG_NONE;
 	bg_tid = 0;
+	bg_nqueue = 0;
+	bg_cancel = 0;
 }
 
 static void register_atfork(void)
@@ -91,7 +172,7 @@ static int malloc_thread_safe(void)
 	return 0;
 }
 
-static int create_thread(void)
+static int create_thread(void *arg)
 {
 	pthread_attr_t attr;
 	sigset_t all, old;
@@ -103,30 +184,30 @@ static int create_thread(void)
 	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
 	ht_libc()->sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
-	err = pthread_create(&th, &attr, background, NULL);
+	err = pthread_create(&th, &attr, background, arg);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	pthread_attr_destroy(&attr);
 	return err == 0 ? 0 : -1;
 }
 
-/*
- * -1 (the caller moves the code now) under a seccomp filter, which may
- * kill the process for clone(); without close_range() (Linux 5.9); with
- * an allocator not known to be thread-safe; when no thread can be made or
- * it cannot have a descriptor table of its own.
- */
-int ht_background_start(const struct ht_options *opt)
+/* Whether a thread of ours may run beside the program at all. */
+static int thread_allowed(void)
+{
+	return !ht_forked_child && !ht_seccomp_filtered() && ht_sys_can_private_fds() &&
+	       malloc_thread_safe();
+}
+
+static int start(const struct ht_options *opt, void *arg)
 {
 	static pthread_once_t once = PTHREAD_ONCE_INIT;
 	int state;
 
-	if (ht_seccomp_filtered() || !ht_sys_can_private_fds() || !malloc_thread_safe())
-		return -1;
 	pthread_once(&once, register_atfork);
 	bg_opt = opt;
 	bg_pid = ht_getpid();
+	bg_cancel = 0;
 	bg_state = BG_STARTING;
-	if (create_thread() < 0) {
+	if (create_thread(arg) < 0) {
 		bg_state = BG_NONE;
 		return -1;
 	}
@@ -139,6 +220,83 @@ int ht_background_start(const struct ht_options *opt)
 		bg_state = BG_NONE;
 	pthread_mutex_unlock(&bg_mu);
 	return state == BG_REFUSED ? -1 : 0;
+}
+
+/*
+ * -1 (the caller moves the code now) under a seccomp filter, which may
+ * kill the process for clone(); without close_range() (Linux 5.9); with
+ * an allocator not known to be thread-safe; when no thread can be made or
+ * it cannot have a descriptor table of its own.
+ */
+int ht_background_start(const struct ht_options *opt)
+{
+	if (!thread_allowed())
+		return -1;
+	return start(opt, NULL);
+}
+
+/*
+ * Records a deferred segment (ht_defer_copy; ht_lock is held, so no thread
+ * is made here) and moves its due time by the copy's cost.  A thread
+ * already waiting takes it too; one that has moved its segments is gone,
+ * and ht_background_kick() starts another.
+ */
+static int defer_copy(const struct ht_options *opt, const struct ht_seg_query *q, size_t bytes)
+{
+	static int allowed = -1;
+	double after = opt->copy_after_ms >= 0 ? opt->copy_after_ms
+			: BG_COPY_AFTER_MS_PER_MIB * (double)bytes / (1 << 20);
+	int ok;
+
+	if (allowed < 0)
+		allowed = thread_allowed();
+	pthread_mutex_lock(&bg_mu);
+	ok = allowed && bg_nqueue < BG_MAX_DEFERRED && bg_state != BG_RUNNING;
+	if (ok) {
+		if (bg_nqueue == 0)
+			bg_due_ms = cpu_ms();
+		bg_due_ms += after;
+		bg_queue[bg_nqueue++] = *q;
+		pthread_cond_broadcast(&bg_cond);
+	}
+	pthread_mutex_unlock(&bg_mu);
+	return ok ? 0 : -1;
+}
+
+void ht_background_defer_init(const struct ht_options *opt)
+{
+	bg_opt = opt;
+	ht_defer_copy = defer_copy;
+}
+
+int ht_background_kick(void)
+{
+	int idle;
+
+	pthread_mutex_lock(&bg_mu);
+	idle = bg_nqueue > 0 && bg_state == BG_NONE;
+	pthread_mutex_unlock(&bg_mu);
+	if (!idle)
+		return 0;
+	if (start(bg_opt, bg_queue) < 0) {
+		/* The segments stay where they are; nothing else depends on them. */
+		pthread_mutex_lock(&bg_mu);
+		bg_nqueue = 0;
+		pthread_mutex_unlock(&bg_mu);
+		return -1;
+	}
+	return 0;
+}
+
+void ht_background_cancel(void)
+{
+	pthread_mutex_lock(&bg_mu);
+	if (bg_state == BG_WAITING) {
+		bg_cancel = 1;
+		bg_nqueue = 0;
+		pthread_cond_broadcast(&bg_cond);
+	}
+	pthread_mutex_unlock(&bg_mu);
 }
 
 int ht_background_alive(void)
@@ -178,7 +336,8 @@ void ht_background_wait(unsigned ms)
 		until.tv_nsec -= 1000000000L;
 	}
 	pthread_mutex_lock(&bg_mu);
-	while (bg_state == BG_RUNNING && pthread_cond_timedwait(&bg_cond, &bg_mu, &until) == 0)
+	while ((bg_state == BG_RUNNING || bg_state == BG_WAITING) &&
+	       pthread_cond_timedwait(&bg_cond, &bg_mu, &until) == 0)
 		;
 	pthread_mutex_unlock(&bg_mu);
 	pthread_setcancelstate(cancel, NULL);

@@ -15,6 +15,23 @@
  */
 int ht_background_start(const struct ht_options *opt);
 
+/*
+ * Makes @opt's deferred copies (ht_options.copy auto) go to this file's
+ * thread: sets ht_defer_copy.  @opt must outlive the process's runs.
+ */
+void ht_background_defer_init(const struct ht_options *opt);
+
+/*
+ * After a run that deferred copies: starts the thread that waits until
+ * they pay and then moves them, unless one is waiting already.  Called
+ * without ht_lock.  Returns 0, or -1 when no thread could be made (the
+ * segments then stay where they are).
+ */
+int ht_background_kick(void);
+
+/* Ends a waiting deferred copy now (the program needs to be single-threaded). */
+void ht_background_cancel(void);
+
 /* True while this process's background thread exists (not yet reaped). */
 int ht_background_alive(void);
 

@@ -131,6 +131,38 @@ static int parse_flag(const struct line *l, const char *key, const char *v, size
 	return bad(l, "%s: '%.*s' is neither 0 nor 1", key, (int)n, v);
 }
 
+/* @v is one of @names: *@out is its index. */
+static int parse_name(const char *const *names, size_t count, const char *v, size_t n, int *out)
+{
+	for (size_t i = 0; i < count; i++) {
+		if (strlen(names[i]) == n && memcmp(v, names[i], n) == 0) {
+			*out = (int)i;
+			return 0;
+		}
+	}
+	return -EINVAL;
+}
+
+/* share = 0|1|auto, in the order of HT_SHARE_*. */
+static int parse_share(const struct line *l, const char *v, size_t n, int *out)
+{
+	static const char *const names[] = { "0", "1", "auto" };
+
+	if (parse_name(names, 3, v, n, out) == 0)
+		return 0;
+	return bad(l, "share: '%.*s' is not 0, 1 or auto", (int)n, v);
+}
+
+/* copy = now|auto|never, in the order of HT_COPY_*. */
+static int parse_copy(const struct line *l, const char *v, size_t n, int *out)
+{
+	static const char *const names[] = { "now", "auto", "never" };
+
+	if (parse_name(names, 3, v, n, out) == 0)
+		return 0;
+	return bad(l, "copy: '%.*s' is not now, auto or never", (int)n, v);
+}
+
 static int parse_mode(const struct line *l, const char *v, size_t n, enum ht_conf_mode *out)
 {
 	static const char *const names[] = { "auto", "thp", "explicit", "off" };
@@ -207,7 +239,19 @@ static int set_key(struct ht_conf *c, const struct line *l, const char *k, size_
 		err = parse_flag(l, "page_cache", v, vn, &c->page_cache), bit = HT_CONF_PAGE_CACHE;
 	else if (key_is(k, kn, "async"))
 		err = parse_flag(l, "async", v, vn, &c->async), bit = HT_CONF_ASYNC;
-	else if (key_is(k, kn, "verbose"))
+	else if (key_is(k, kn, "share"))
+		err = parse_share(l, v, vn, &c->share), bit = HT_CONF_SHARE;
+	else if (key_is(k, kn, "copy"))
+		err = parse_copy(l, v, vn, &c->copy), bit = HT_CONF_COPY;
+	else if (key_is(k, kn, "copy_after_ms"))
+		err = parse_uint(l, "copy_after_ms", v, vn, HT_CONF_COPY_AFTER_MAX, &c->copy_after_ms),
+		bit = HT_CONF_COPY_AFTER_MS;
+	else if (key_is(k, kn, "text_cache_size")) {
+		err = ht_conf_parse_size(v, vn, &c->text_cache_size) < 0
+			      ? bad(l, "text_cache_size: '%.*s' is not a size (a number, then K, M or G)", (int)vn, v)
+			      : 0;
+		bit = HT_CONF_TEXT_CACHE_SIZE;
+	} else if (key_is(k, kn, "verbose"))
 		err = parse_flag(l, "verbose", v, vn, &c->verbose), bit = HT_CONF_VERBOSE;
 	else if (key_is(k, kn, "pool"))
 		err = parse_uint(l, "pool", v, vn, HT_CONF_POOL_MAX, &c->pool), bit = HT_CONF_POOL;

@@ -33,6 +33,7 @@ extern "C" {
 #define HT_CONF_KEY_MAX 32u        /* a remembered unknown key, with the NUL */
 #define HT_CONF_POOL_MAX (1u << 24)     /* 32 TiB of 2 MiB pages */
 #define HT_CONF_BUDGET_MAX 3600000u     /* one hour, as HUGETEXT_BUDGET_MS */
+#define HT_CONF_COPY_AFTER_MAX 86400000u /* a day, as HUGETEXT_COPY_AFTER_MS */
 
 /* Which keys the file gave: bits of ht_conf.set. */
 enum ht_conf_key {
@@ -48,6 +49,10 @@ enum ht_conf_key {
 	HT_CONF_POOL = 1u << 9,
 	HT_CONF_HUGETLBFS = 1u << 10,
 	HT_CONF_WARM = 1u << 11,
+	HT_CONF_SHARE = 1u << 12,
+	HT_CONF_COPY = 1u << 13,
+	HT_CONF_COPY_AFTER_MS = 1u << 14,
+	HT_CONF_TEXT_CACHE_SIZE = 1u << 15,
 };
 
 /* mode = ...: the same order as enum ht_mode (internal.h). */
@@ -68,9 +73,13 @@ struct ht_conf {
 	uint64_t min_code;                /* bytes */
 	unsigned budget_ms;
 	int page_cache, async, verbose;   /* 0 or 1 */
+	int share;                        /* 0 off, 1 on, 2 auto: as HT_SHARE_* */
+	int copy;                         /* 0 now, 1 auto, 2 never: as HT_COPY_* */
+	unsigned copy_after_ms;
 	/* hugetext setup */
 	unsigned pool;                    /* 2 MiB pages; 0: leave the pool alone */
 	char hugetlbfs[HT_CONF_PATH_MAX];
+	uint64_t text_cache_size;         /* bytes of the shared tmpfs cache; 0: no cache */
 	unsigned nwarm;
 	unsigned warm_off[HT_CONF_WARM_MAX]; /* into warm_buf */
 	char warm_buf[HT_CONF_WARM_BYTES];

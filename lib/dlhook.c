@@ -27,6 +27,7 @@
  * nested in an outer one (a constructor's dlopen()), whose objects the
  * outer call moves after glibc returns.
  */
+#include "background.h"
 #include "internal.h"
 #include "objects.h"
 #include "plan.h"
@@ -293,6 +294,8 @@ static void remap_since(const struct snapshot *s)
 	ht_remap_new(&ht_preload_opt, NULL, known, s->n, NULL, 0, NULL);
 	ht_lock_release();
 	free(known);
+	/* A copy the run deferred waits in the background thread until it pays. */
+	ht_background_kick();
 }
 
 /* Moves what came in since @s; true when the library ran. */

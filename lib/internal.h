@@ -20,6 +20,10 @@ int ht_parse_mode(const char *s, enum ht_mode *mode);
 int ht_parse_uint(const char *s, unsigned max, unsigned *out);
 /* "1", "yes", "on", "true" -> 1; "0", "no", "off", "false", "" -> 0; else -EINVAL. */
 int ht_parse_bool(const char *s, int *out);
+/* "auto" -> HT_SHARE_AUTO; a boolean -> HT_SHARE_ON or HT_SHARE_OFF; else -EINVAL. */
+int ht_parse_share(const char *s, int *out);
+/* "now", "auto", "never" -> HT_COPY_*; else -EINVAL. */
+int ht_parse_copy(const char *s, int *out);
 /*
  * Reads the environment into @opt with @get (secure_getenv in the library).
  * Writes a note on each ignored value into @notes (may be NULL).
@@ -114,5 +118,20 @@ struct ht_object;
 int ht_remap_new(const struct ht_options *opt, const char *dso_bre,
 		 const struct ht_object *known, size_t nknown,
 		 struct ht_region *regions, size_t max, size_t *count);
+struct ht_seg_query;
+/*
+ * With ht_options.copy auto: takes a span that only a private copy can
+ * move (@q, @bytes long) for a later copy.  Set by the preload to its
+ * background thread's; NULL in the API library.  Returns 0 when the span
+ * will be copied later, -1 when nothing in this process can do it.
+ * Called with ht_lock held: it must only record.
+ */
+extern int (*ht_defer_copy)(const struct ht_options *opt, const struct ht_seg_query *q, size_t bytes);
+/*
+ * Moves the deferred segments @qs, planned again from fresh maps (takes
+ * ht_lock); regions, max and count as for ht_remap().
+ */
+int ht_remap_deferred(const struct ht_options *opt, const struct ht_seg_query *qs, size_t n,
+		      struct ht_region *regions, size_t max, size_t *count);
 
 #endif

@@ -11,6 +11,8 @@
 
 /* Longest budget accepted: one hour. */
 #define HT_BUDGET_MAX 3600000u
+/* Longest wait for a deferred copy: a day of CPU time. */
+#define HT_COPY_AFTER_MAX 86400000u
 
 void ht_options_init(struct ht_options *opt)
 {
@@ -19,6 +21,33 @@ void ht_options_init(struct ht_options *opt)
 	memset(opt, 0, sizeof(*opt));
 	opt->mode = HT_MODE_AUTO;
 	opt->page_cache = 1;
+	opt->share = HT_SHARE_AUTO;
+	opt->copy = HT_COPY_NOW;
+	opt->copy_after_ms = -1;
+}
+
+int ht_parse_share(const char *s, int *out)
+{
+	int on;
+
+	if (s && strcasecmp(s, "auto") == 0)
+		return *out = HT_SHARE_AUTO, 0;
+	if (ht_parse_bool(s, &on) < 0)
+		return -EINVAL;
+	*out = on ? HT_SHARE_ON : HT_SHARE_OFF;
+	return 0;
+}
+
+int ht_parse_copy(const char *s, int *out)
+{
+	static const struct { const char *name; int copy; } names[] = {
+		{ "now", HT_COPY_NOW }, { "auto", HT_COPY_AUTO }, { "never", HT_COPY_NEVER },
+	};
+
+	for (size_t i = 0; s && i < sizeof(names) / sizeof(names[0]); i++)
+		if (strcasecmp(s, names[i].name) == 0)
+			return *out = names[i].copy, 0;
+	return -EINVAL;
 }
 
 int ht_parse_mode(const char *s, enum ht_mode *mode)
@@ -122,7 +151,21 @@ void ht_options_env(struct ht_options *opt, char *(*get)(const char *),
 	if (v && ht_parse_bool(v, &iodlr_explicit) == 0 && iodlr_explicit && !get("HUGETEXT_MODE"))
 		opt->mode = HT_MODE_EXPLICIT;
 	env_bool(get, "HUGETEXT_VERBOSE", &opt->verbose, notes, len);
-	env_bool(get, "HUGETEXT_SHARE", &opt->share, notes, len);
+	v = get("HUGETEXT_SHARE");
+	if (v && ht_parse_share(v, &opt->share) < 0)
+		ht_note_ignored(notes, len, "HUGETEXT_SHARE", v);
+	v = get("HUGETEXT_COPY");
+	if (v && ht_parse_copy(v, &opt->copy) < 0)
+		ht_note_ignored(notes, len, "HUGETEXT_COPY", v);
+	v = get("HUGETEXT_COPY_AFTER_MS");
+	if (v) {
+		unsigned ms;
+
+		if (ht_parse_uint(v, HT_COPY_AFTER_MAX, &ms) < 0)
+			ht_note_ignored(notes, len, "HUGETEXT_COPY_AFTER_MS", v);
+		else
+			opt->copy_after_ms = (int)ms;
+	}
 	env_bool(get, "HUGETEXT_PERF_MAP", &opt->perf_map, notes, len);
 	env_bool(get, "HUGETEXT_PAGE_CACHE", &opt->page_cache, notes, len);
 	v = get("HUGETEXT_REPORT");

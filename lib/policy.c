@@ -29,6 +29,12 @@ void ht_policy_from_conf(const struct ht_conf *c, struct ht_options *opt, struct
 		opt->page_cache = c->page_cache;
 	if (c->set & HT_CONF_VERBOSE)
 		opt->verbose = c->verbose;
+	if (c->set & HT_CONF_SHARE)
+		opt->share = c->share;
+	if (c->set & HT_CONF_COPY)
+		opt->copy = c->copy;
+	if (c->set & HT_CONF_COPY_AFTER_MS)
+		opt->copy_after_ms = (int)c->copy_after_ms;
 	if (c->set & HT_CONF_PROGRAMS)
 		p->programs = c->programs;
 	if (c->set & HT_CONF_MIN_CODE)

@@ -8,6 +8,9 @@
  *
  * With HUGETEXT_ASYNC=1 the code is moved by a background thread while
  * main() runs (background.c), which takes the copy off the start-up path.
+ * By default (HUGETEXT_COPY=auto) only what needs no private copy moves
+ * before main(); a private copy waits in that thread until the process
+ * has run long enough for it to pay.
  * The swap is one mremap(), safe while the code runs.
  */
 #include "background.h"
@@ -143,6 +146,8 @@ __attribute__((constructor)) static void ht_preload(void)
 	int saved = errno;
 
 	ht_options_init(&ht_preload_opt);
+	/* A program nobody asked about copies only where the copy pays. */
+	ht_preload_opt.copy = HT_COPY_AUTO;
 	ht_policy_init(&ht_preload_policy);
 	read_policy(policy_note, sizeof(policy_note));
 	ht_options_env(&ht_preload_opt, ht_secure_getenv, notes, sizeof(notes));
@@ -157,11 +162,14 @@ __attribute__((constructor)) static void ht_preload(void)
 	ht_preload_active = ht_preload_opt.mode != HT_MODE_OFF && program_wanted();
 	if (ht_preload_active && ht_preload_opt.match)
 		have_match = ht_regcomp(&match_re, ht_preload_opt.match, REG_EXTENDED | REG_NOSUB) == 0;
+	if (ht_preload_active && ht_preload_opt.copy == HT_COPY_AUTO)
+		ht_background_defer_init(&ht_preload_opt);
 	if (ht_preload_active && worth_moving_now()) {
-		if (ht_preload_policy.async)
+		if (ht_preload_policy.async || ht_preload_opt.copy == HT_COPY_AUTO)
 			absolute_report_path();
 		if (!ht_preload_policy.async || ht_background_start(&ht_preload_opt) < 0)
 			ht_remap(&ht_preload_opt, NULL, 0, NULL);
+		ht_background_kick();
 	} else if (ht_preload_active) {
 		report_not_worth();
 	}
@@ -181,6 +189,7 @@ static int single_thread_call(long (*call)(long, long), long a, long b)
 	long ret = call(a, b);
 
 	for (int i = 0; ret < 0 && errno == EINVAL && i < 400 && ht_background_alive(); i++) {
+		ht_background_cancel();
 		ht_background_wait(5000);
 		if (ht_background_alive()) {
 			struct timespec ts = { 0, 50 * 1000 };

@@ -218,6 +218,43 @@ static void patch_work(int ms)
 	printf("patch %d %d %d\n", first, second, bigtext_get(i)(5));
 }
 
+/* This process's thread count, from /proc/self/status ("Threads:"), or -1. */
+static int thread_count(void)
+{
+	char line[256];
+	int n = -1;
+	FILE *f = fopen("/proc/self/status", "r");
+
+	while (f && fgets(line, sizeof(line), f))
+		if (sscanf(line, "Threads: %d", &n) == 1)
+			break;
+	if (f)
+		fclose(f);
+	return n;
+}
+
+/*
+ * "spin MS": run the code for MS ms of this thread's CPU time, then say
+ * how much of it is on huge pages and how many threads the process has.
+ */
+static void spin_work(int ms)
+{
+	struct timespec ts;
+	unsigned long sum = 0;
+	double t0;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	t0 = (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+	do {
+		sum += bigtext_sum(3);
+		clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	} while ((double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6 - t0 < ms);
+	/* A background move may still be swapping: give it a moment to end. */
+	usleep(200 * 1000);
+	printf("spin_sum_odd %lu\nspin_huge_kb %lu\nthreads %d\n", sum & 1,
+	       huge_kb_in(bigtext_start, bigtext_end), thread_count());
+}
+
 int main(int argc, char **argv)
 {
 	/* "cd DIR ARGS...": change directory first, then do ARGS. */
@@ -229,6 +266,10 @@ int main(int argc, char **argv)
 	}
 	if (argc > 2 && strcmp(argv[1], "patch") == 0) {
 		patch_work(atoi(argv[2]));
+		return 0;
+	}
+	if (argc > 2 && strcmp(argv[1], "spin") == 0) {
+		spin_work(atoi(argv[2]));
 		return 0;
 	}
 	if (argc > 2 && strcmp(argv[1], "closefrom") == 0)

@@ -26,6 +26,13 @@ int main(int argc, char **argv)
 	 * (tests/test-pagecache.cpp tests the page-cache path).
 	 */
 	setenv("HUGETEXT_PAGE_CACHE", "0", 0);
+	/*
+	 * The same for the preload's default copy policy (auto: a private copy
+	 * waits until the process has run long enough to pay for it): the
+	 * programs the tests start copy at once, unless a test asks otherwise
+	 * (tests/test-copy.cpp tests the deferred copy).
+	 */
+	setenv("HUGETEXT_COPY", "now", 0);
 
 	if (why) {
 		std::printf("SKIP: %s\n", why);

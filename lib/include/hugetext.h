@@ -72,6 +72,8 @@ enum ht_error {
 	HT_E_THP_OFF,      /* failed: transparent huge pages are set to "never" */
 	HT_E_CHANGED,      /* failed: the code changed while it was copied (background move) */
 	HT_E_BELOW_MIN,    /* skipped: no object has the policy's minimum of code (preload) */
+	HT_E_DEFERRED,     /* skipped for now: a private copy waits until the process can pay for it */
+	HT_E_NO_COPY,      /* skipped: only a private copy could move it, and copy is "never" */
 	HT_E__COUNT
 };
 
@@ -83,7 +85,7 @@ struct ht_options {
 	const char *match;       /* NULL, or an ERE: shared libraries to remap too */
 	const char *ignore;      /* NULL, or an ERE: objects to leave alone */
 	unsigned budget_ms;      /* 0: no limit; else stop starting regions after it */
-	int share;               /* nonzero: use the shared text cache */
+	int share;               /* HT_SHARE_OFF, HT_SHARE_ON or HT_SHARE_AUTO (the default) */
 	int perf_map;            /* nonzero: write /tmp/perf-PID.map entries */
 	int fill;                /* 0: automatic; 1: pread from the file; 2: memcpy */
 	const char *share_dir;   /* NULL, or the cache directory (on hugetlbfs) */
@@ -96,6 +98,34 @@ struct ht_options {
 	 * Zero: always copy, and leave the page cache alone.
 	 */
 	int page_cache;
+	/*
+	 * When a span can only be moved by a private copy (no kept page-cache
+	 * pages, no shared cache entry): HT_COPY_NOW (the API's default) copies
+	 * it at once; HT_COPY_AUTO (the preload's default) leaves it for a
+	 * background thread that copies it only once the process has used
+	 * enough CPU time for the copy to pay (copy_after_ms); HT_COPY_NEVER
+	 * never makes a private copy.
+	 */
+	int copy;
+	/* With HT_COPY_AUTO: process CPU ms before the copy; -1: from its cost. */
+	int copy_after_ms;
+};
+
+/* ht_options.share */
+enum {
+	HT_SHARE_OFF = 0,
+	HT_SHARE_ON = 1,   /* HUGETEXT_SHARE_DIR, the set-up's tmpfs cache, or a hugetlbfs mount */
+	HT_SHARE_AUTO = 2, /* the set-up's huge tmpfs cache (HT_TEXT_CACHE_DIR) when it exists */
+};
+
+/* Where `hugetext setup` mounts the shared cache's tmpfs (huge=within_size). */
+#define HT_TEXT_CACHE_DIR "/run/hugetext/text"
+
+/* ht_options.copy */
+enum {
+	HT_COPY_NOW = 0,
+	HT_COPY_AUTO = 1,
+	HT_COPY_NEVER = 2,
 };
 
 /* The outcome for one region (one executable segment of one object). */

@@ -29,7 +29,11 @@
 
 extern "C" {
 #include "hugetext.h"
+#include "internal.h"
+#include "region.h"
 }
+#include <thread>
+#include <vector>
 
 extern "C" const char *test_skip_reason(void)
 {
@@ -43,7 +47,9 @@ namespace {
 const unsigned long expected_sum = bigtext_sum(5);
 const uintptr_t huge = HT_HUGE_PAGE_SIZE;
 
-enum class api { range, whole };
+// deferred: the preload's default copy policy; a whole-program run that
+// defers the copy, then the background thread's run that makes it.
+enum class api { range, whole, deferred };
 
 struct scenario {
 	api call = api::range;
@@ -117,6 +123,19 @@ bool covered_by_code(uintptr_t lo, uintptr_t hi)
 	return at >= hi;
 }
 
+std::vector<ht_seg_query> &deferred_queries()
+{
+	static std::vector<ht_seg_query> q;
+	return q;
+}
+
+// Stands in for the preload's background thread: keeps what was deferred.
+int record_deferred(const struct ht_options *, const struct ht_seg_query *q, size_t)
+{
+	deferred_queries().push_back(*q);
+	return 0;
+}
+
 // Runs one remap with @plan in this (child) process and checks everything.
 outcome run_here(const fault_plan &plan, const scenario &sc, const std::string &report)
 {
@@ -140,7 +159,27 @@ outcome run_here(const fault_plan &plan, const scenario &sc, const std::string &
 		opt.share_dir = sc.share_dir.c_str();
 	}
 	faults_install(plan, { self_exe(), report, sc.share_dir });
-	if (sc.call == api::range) {
+	if (sc.call == api::deferred) {
+		// The start-up run defers, unfaulted and unreported; the faults
+		// meet the background thread's run, as in the preload.
+		faults_remove();
+		deferred_queries().clear();
+		ht_defer_copy = record_deferred;
+		opt.copy = HT_COPY_AUTO;
+		opt.report_path = nullptr;
+		size_t n0 = 0;
+		ht_remap(&opt, regs, 8, &n0);
+		if (n0 != 1 || regs[0].error != HT_E_DEFERRED || deferred_queries().size() != 1)
+			bad << "the start-up run did not defer the copy; ";
+		opt.report_path = report.c_str();
+		faults_install(plan, { self_exe(), report, sc.share_dir });
+		std::thread bg([&] {
+			ht_in_background = 1;
+			o.rc = ht_remap_deferred(&opt, deferred_queries().data(), deferred_queries().size(),
+						 regs, 8, &n);
+		});
+		bg.join();
+	} else if (sc.call == api::range) {
 		std::memset(&regs[0], 0, sizeof(regs[0]));
 		o.rc = ht_remap_range(&opt, bigtext_start, bigtext_end, &regs[0]);
 		n = 1;
@@ -415,6 +454,15 @@ TEST_CASE("each call of an auto-mode remap, failed in turn, leaves the program a
 	sweep(sc, false);
 }
 
+TEST_CASE("each call of a deferred copy in the background thread, failed in turn, leaves the program as it was",
+	  "[faults][deferred]")
+{
+	scenario sc;
+	sc.call = api::deferred;
+	// Not strict: the recheck before the swap reads the maps and pagemap
+	// again, and a failure there is reported as "changed" (EBUSY).
+	sweep(sc, false);
+}
 
 TEST_CASE("each call of an explicit-pages remap, failed in turn, leaves the program as it was",
 	  "[faults][pool]")

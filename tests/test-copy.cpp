@@ -1,0 +1,193 @@
+// Description: the preload's default copy policy (HUGETEXT_COPY=auto): a
+// span that only a private copy can move is not copied before main(); a
+// background thread copies it once the process has used enough CPU time
+// for the copy to pay, and a program that ends sooner pays for nothing.
+// HUGETEXT_COPY=now copies at once, never never copies.
+#include <catch2/catch.hpp>
+
+#include <chrono>
+#include <string>
+#include <unistd.h>
+#include <vector>
+
+#include "helpers.hpp"
+
+extern "C" {
+#include "hugetext.h"
+}
+
+extern "C" const char *test_skip_reason(void)
+{
+	if (!thp_enabled())
+		return "transparent huge pages are disabled (enabled is never or absent)";
+	return nullptr;
+}
+
+namespace {
+
+const std::string deferred_error = ht_error_str(HT_E_DEFERRED);
+const std::string no_copy_error = ht_error_str(HT_E_NO_COPY);
+
+std::string preload() { return build_path("lib/libhugetext-preload.so"); }
+std::string pie() { return build_path("tests/bigtext-pie"); }
+
+// The preload with the default copy policy (the test runner's
+// HUGETEXT_COPY=now removed), the page cache left alone so that only a
+// copy can move the code, plus @extra.
+run_result run_auto(const std::vector<std::string> &argv, const std::string &report,
+		    std::vector<std::string> extra = {})
+{
+	std::vector<std::string> env = { "LD_PRELOAD=" + preload(), "HUGETEXT_REPORT=" + report,
+					 "HUGETEXT_COPY", "HUGETEXT_PAGE_CACHE=0", "HUGETEXT_MODE=thp" };
+	env.insert(env.end(), extra.begin(), extra.end());
+	unlink(report.c_str());
+	return run_cmd(argv, env);
+}
+
+unsigned long num(report_line &l, const std::string &key)
+{
+	return l[key].empty() ? 0 : std::stoul(l[key]);
+}
+
+} // namespace
+
+TEST_CASE("by default a program that ends soon pays for no copy: it is deferred and never made",
+	  "[copy]")
+{
+	std::string report = temp_path("copy-short.json");
+	run_result plain = run_cmd({ pie() });
+	run_result r = run_auto({ pie() }, report);
+
+	INFO(r.err);
+	REQUIRE(r.status == 0);
+	CHECK(r.err.empty());
+	CHECK(r.out == plain.out);
+	auto lines = read_report(report);
+	REQUIRE(lines.size() == 1);
+	CHECK(lines[0]["status"] == "skipped");
+	CHECK(lines[0]["error"] == deferred_error);
+	CHECK(num(lines[0], "huge_bytes") == 0);
+	CHECK(num(lines[0], "private_huge_bytes") == 0);
+}
+
+TEST_CASE("the background thread copies once the process has used the CPU time the copy needs",
+	  "[copy]")
+{
+	std::string report = temp_path("copy-long.json");
+	// 300 ms of CPU before the copy; the program runs its code for 1.5 s.
+	run_result r = run_auto({ pie(), "spin", "1500" }, report, { "HUGETEXT_COPY_AFTER_MS=300" });
+
+	INFO(r.out << r.err);
+	REQUIRE(r.status == 0);
+	CHECK(r.err.empty());
+	auto lines = read_report(report);
+	REQUIRE(lines.size() == 2);
+	CHECK(lines[0]["error"] == deferred_error);
+	CHECK(lines[1]["status"] == "ok");
+	CHECK(num(lines[1], "huge_bytes") == num(lines[1], "bytes"));
+	CHECK(num(lines[1], "bytes") >= 36ul << 20);
+	// The program itself sees its code on huge pages, and the thread is gone.
+	CHECK(std::stoul(line_value(r.out, "spin_huge_kb")) * 1024 == num(lines[1], "huge_bytes"));
+	CHECK(line_value(r.out, "threads") == "1");
+}
+
+TEST_CASE("a program that ends before the copy's CPU time leaves its code where it was", "[copy]")
+{
+	std::string report = temp_path("copy-wait.json");
+	// The copy would wait for 20 s of CPU; the program uses 0.3 s.
+	run_result r = run_auto({ pie(), "spin", "300" }, report, { "HUGETEXT_COPY_AFTER_MS=20000" });
+
+	INFO(r.out << r.err);
+	REQUIRE(r.status == 0);
+	auto lines = read_report(report);
+	REQUIRE(lines.size() == 1);
+	CHECK(lines[0]["error"] == deferred_error);
+	CHECK(line_value(r.out, "spin_huge_kb") == "0");
+	// The waiting thread is the one the program sees beside its own.
+	CHECK(line_value(r.out, "threads") == "2");
+}
+
+TEST_CASE("the cost model's wait (no HUGETEXT_COPY_AFTER_MS) is longer than a short run", "[copy]")
+{
+	// 38 MiB of code: the model waits for well over a second of CPU time.
+	std::string report = temp_path("copy-model.json");
+	run_result r = run_auto({ pie(), "spin", "200" }, report);
+
+	REQUIRE(r.status == 0);
+	auto lines = read_report(report);
+	REQUIRE(lines.size() == 1);
+	CHECK(lines[0]["error"] == deferred_error);
+	CHECK(line_value(r.out, "spin_huge_kb") == "0");
+}
+
+TEST_CASE("HUGETEXT_COPY=never makes no copy and no thread; now copies before main()", "[copy]")
+{
+	std::string report = temp_path("copy-never.json");
+	run_result r = run_auto({ pie(), "spin", "100" }, report, { "HUGETEXT_COPY=never" });
+
+	REQUIRE(r.status == 0);
+	auto lines = read_report(report);
+	REQUIRE(lines.size() == 1);
+	CHECK(lines[0]["status"] == "skipped");
+	CHECK(lines[0]["error"] == no_copy_error);
+	CHECK(line_value(r.out, "spin_huge_kb") == "0");
+	CHECK(line_value(r.out, "threads") == "1");
+
+	r = run_auto({ pie(), "spin", "100" }, report, { "HUGETEXT_COPY=now" });
+	REQUIRE(r.status == 0);
+	lines = read_report(report);
+	REQUIRE(lines.size() == 1);
+	CHECK(lines[0]["status"] == "ok");
+	CHECK(std::stoul(line_value(r.out, "spin_huge_kb")) * 1024 == num(lines[0], "bytes"));
+	CHECK(line_value(r.out, "threads") == "1");
+}
+
+TEST_CASE("unshare() and setns() succeed at once while a deferred copy waits", "[copy][namespaces]")
+{
+	if (geteuid() != 0) {
+		WARN("not root: setns into a mount namespace needs root; not checked");
+		return;
+	}
+	std::string report = temp_path("copy-unshare.json");
+	run_result plain = run_cmd({ pie(), "unshare" });
+	auto t0 = std::chrono::steady_clock::now();
+	run_result r = run_auto({ pie(), "unshare" }, report, { "HUGETEXT_COPY_AFTER_MS=60000" });
+	double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+
+	INFO(r.out << r.err);
+	REQUIRE(r.status == 0);
+	CHECK(r.out == plain.out);
+	CHECK(line_value(r.out, "unshare") == "0");
+	CHECK(line_value(r.out, "setns") == "0");
+	// Cancelled, not waited out: the wait was a minute of CPU time.
+	CHECK(s < 20);
+}
+
+TEST_CASE("by default a copy is made at once where the kernel already maps the file's 2 MiB pages",
+	  "[copy][pagecache]")
+{
+	// A copy of the program whose page cache is read back as 2 MiB pages by
+	// a first start (copy now); a start with the defaults then keeps those
+	// and copies the rest at once: the read-back makes later starts free.
+	std::string prog = temp_path("copy-warm-prog");
+	REQUIRE(run_cmd({ "cp", build_path("tests/bigtext-nopie"), prog }).status == 0);
+	small_page_cache(prog);
+	std::string report = temp_path("copy-warm.json");
+	run_result first = run_auto({ prog }, report, { "HUGETEXT_COPY=now", "HUGETEXT_PAGE_CACHE=1" });
+	REQUIRE(first.status == 0);
+	auto lines = read_report(report);
+	REQUIRE(lines.size() == 1);
+	if (num(lines[0], "warmed_bytes") == 0) {
+		WARN("no 2 MiB page-cache folios for this file here (a kernel or file system limitation); not checked");
+		return;
+	}
+
+	run_result again = run_auto({ prog }, report, { "HUGETEXT_PAGE_CACHE=1" });
+	REQUIRE(again.status == 0);
+	lines = read_report(report);
+	REQUIRE(lines.size() == 1);
+	INFO(lines[0]["error"]);
+	CHECK(num(lines[0], "kept_bytes") > 0);
+	CHECK(lines[0]["error"] != deferred_error);
+	CHECK(num(lines[0], "huge_bytes") == num(lines[0], "bytes"));
+}
