@@ -16,6 +16,9 @@
 #define HT_CACHE_SAMPLES 32
 #define HT_CACHE_SAMPLE_LEN 64
 
+/* statfs(2)'s f_type of tmpfs. */
+#define HT_TMPFS_MAGIC 0x01021994
+
 #ifndef MADV_POPULATE_WRITE
 #define MADV_POPULATE_WRITE 23
 #endif
@@ -62,8 +65,11 @@ static int refuse(struct ht_region *r, const char *why, int err)
 	return err < 0 ? err : -EPERM;
 }
 
-/* The directory must be ours (or root's), private, and on 2 MiB hugetlbfs. */
-static int check_dir(int fd, struct ht_region *r)
+/*
+ * The directory must be ours (or root's) and private, on a 2 MiB hugetlbfs
+ * or on tmpfs; @tmpfs says which.
+ */
+static int check_dir(int fd, int *tmpfs, struct ht_region *r)
 {
 	struct stat st;
 	struct statfs sfs;
@@ -74,15 +80,29 @@ static int check_dir(int fd, struct ht_region *r)
 	why = ht_cache_distrust(&st, ht_geteuid(), 1);
 	if (why)
 		return refuse(r, why, -EPERM);
-	if ((unsigned long)sfs.f_type != HT_HUGETLBFS_MAGIC || (size_t)sfs.f_bsize != HT_HUGE_PAGE_SIZE)
-		return refuse(r, "cache directory is not on a 2 MiB hugetlbfs", -EINVAL);
+	*tmpfs = (unsigned long)sfs.f_type == HT_TMPFS_MAGIC;
+	if (!*tmpfs && ((unsigned long)sfs.f_type != HT_HUGETLBFS_MAGIC ||
+			(size_t)sfs.f_bsize != HT_HUGE_PAGE_SIZE))
+		return refuse(r, "cache directory is neither on a 2 MiB hugetlbfs nor on tmpfs", -EINVAL);
 	return 0;
 }
 
-/* <first 2 MiB hugetlbfs mount>/hugetext-<uid>, made private if new. */
-static int open_default_dir(struct ht_region *r)
+/* Opens (making it private if new) hugetext-<euid> under the open @mfd. */
+static int open_user_dir(int mfd, struct ht_region *r)
 {
-	char *buf, mnt[512], name[32];
+	char name[32];
+	int fd, err;
+
+	snprintf(name, sizeof(name), "hugetext-%u", (unsigned)ht_geteuid());
+	err = ht_sys_mkdirat(mfd, name, 0700);
+	fd = err == 0 || err == -EEXIST ? ht_sys_openat(mfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW, 0) : err;
+	return fd >= 0 ? fd : refuse(r, "cannot open the cache directory", fd);
+}
+
+/* <first 2 MiB hugetlbfs mount>/hugetext-<uid>. */
+static int open_hugetlbfs_dir(struct ht_region *r)
+{
+	char *buf, mnt[512];
 	size_t len;
 	long def = ht_default_hugepage_kb();
 	int mfd, fd, err;
@@ -97,27 +117,74 @@ static int open_default_dir(struct ht_region *r)
 	mfd = ht_sys_open(mnt, O_RDONLY | O_DIRECTORY, 0);
 	if (mfd < 0)
 		return refuse(r, "cannot open the hugetlbfs mount", mfd);
-	snprintf(name, sizeof(name), "hugetext-%u", (unsigned)ht_geteuid());
-	err = ht_sys_mkdirat(mfd, name, 0700);
-	fd = err == 0 || err == -EEXIST ? ht_sys_openat(mfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW, 0) : err;
+	fd = open_user_dir(mfd, r);
 	ht_sys_close(mfd);
-	return fd >= 0 ? fd : refuse(r, "cannot open the cache directory", fd);
+	return fd;
 }
 
-static int open_dir(const struct ht_options *opt, struct ht_region *r)
+/*
+ * HT_TEXT_CACHE_DIR/hugetext-<uid>.  Where set-up never ran, the one
+ * failed open() is all it costs: -ENOENT, nothing said.  The mount point
+ * must be root's tmpfs, writable by others only when sticky (1777), so
+ * nobody can rename our directory away and put theirs in its place.
+ */
+static int open_text_dir(struct ht_region *r)
+{
+	struct stat st;
+	struct statfs sfs;
+	int mfd = ht_sys_open(HT_TEXT_CACHE_DIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW, 0);
+	int fd;
+
+	if (mfd == -ENOENT)
+		return mfd;
+	if (mfd < 0)
+		return refuse(r, "cannot open " HT_TEXT_CACHE_DIR, mfd);
+	if (ht_sys_fstat(mfd, &st) < 0 || ht_sys_fstatfs(mfd, &sfs) < 0) {
+		ht_sys_close(mfd);
+		return refuse(r, "cannot stat " HT_TEXT_CACHE_DIR, -EIO);
+	}
+	if (st.st_uid != 0 || (unsigned long)sfs.f_type != HT_TMPFS_MAGIC ||
+	    ((st.st_mode & (S_IWGRP | S_IWOTH)) && !(st.st_mode & S_ISVTX))) {
+		ht_sys_close(mfd);
+		return refuse(r, HT_TEXT_CACHE_DIR " is not root's tmpfs (sticky if others may write)", -EPERM);
+	}
+	fd = open_user_dir(mfd, r);
+	ht_sys_close(mfd);
+	return fd;
+}
+
+int ht_text_cache_present(void)
+{
+	int fd = ht_sys_open(HT_TEXT_CACHE_DIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW, 0);
+
+	if (fd < 0)
+		return fd != -ENOENT;
+	ht_sys_close(fd);
+	return 1;
+}
+
+/*
+ * auto: the set-up's tmpfs cache only.  on: HUGETEXT_SHARE_DIR, else the
+ * set-up's cache, else the first 2 MiB hugetlbfs.
+ */
+static int open_dir(const struct ht_options *opt, int *tmpfs, struct ht_region *r)
 {
 	int fd, err;
 
-	if (opt->share_dir) {
+	if (opt->share == HT_SHARE_AUTO) {
+		fd = open_text_dir(r);
+	} else if (opt->share_dir) {
 		fd = ht_sys_open(opt->share_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW, 0);
 		if (fd < 0)
 			return refuse(r, "cannot open HUGETEXT_SHARE_DIR", fd);
 	} else {
-		fd = open_default_dir(r);
-		if (fd < 0)
-			return fd;
+		fd = open_text_dir(r);
+		if (fd == -ENOENT)
+			fd = open_hugetlbfs_dir(r);
 	}
-	err = check_dir(fd, r);
+	if (fd < 0)
+		return fd;
+	err = check_dir(fd, tmpfs, r);
 	if (err < 0) {
 		ht_sys_close(fd);
 		return err;
@@ -171,8 +238,20 @@ static int open_entry(int dirfd, const char *name)
 	return fd;
 }
 
+/*
+ * A tmpfs entry is shared only where the kernel maps it with PMDs: its
+ * folios are 2 MiB only when the mount has huge= and memory allowed it
+ * when the entry was filled.  Anything less would be 4 KiB pages for all.
+ */
+static int entry_huge(const char *p, size_t len)
+{
+	uint64_t huge = 0;
+
+	return ht_sys_self_huge((uintptr_t)p, (uintptr_t)p + len, &huge) == 0 && huge >= len;
+}
+
 /* Maps a complete, trusted entry as a copy ready to swap in. */
-static int map_entry(int dirfd, const char *name, struct ht_span span, size_t mapped,
+static int map_entry(int dirfd, int tmpfs, const char *name, struct ht_span span, size_t mapped,
 		     char **copy, struct ht_region *r)
 {
 	size_t len = span.end - span.start;
@@ -189,11 +268,20 @@ static int map_entry(int dirfd, const char *name, struct ht_span span, size_t ma
 	why = err < 0 ? "cannot stat the cache entry" : ht_cache_distrust(&st, ht_geteuid(), 0);
 	if (!why && (uint64_t)st.st_size != len)
 		why = "cache entry has the wrong size (truncated?)";
-	if (!why && (err = ht_sys_map_file(fd, len, PROT_READ | PROT_EXEC, 0, &p)) < 0)
-		why = "cannot map the cache entry";
+	if (!why) {
+		err = tmpfs ? ht_sys_map_file_aligned(fd, len, PROT_READ | PROT_EXEC, HT_HUGE_PAGE_SIZE, &p)
+			    : ht_sys_map_file(fd, len, PROT_READ | PROT_EXEC, 0, &p);
+		if (err < 0)
+			why = "cannot map the cache entry";
+	}
 	ht_sys_close(fd);
 	if (why)
 		return refuse(r, why, err < 0 ? err : -EPERM);
+	if (tmpfs && !entry_huge(p, len)) {
+		ht_sys_unmap(p, len);
+		return refuse(r, "cache entry is not on huge pages (tmpfs without huge=, or memory was "
+			      "short when it was filled)", -ENOMEM);
+	}
 	if (!same_code(p, span, mapped)) {
 		ht_sys_unmap(p, len);
 		return refuse(r, "cache entry differs from the code (stale or damaged)", -ESTALE);
@@ -203,27 +291,37 @@ static int map_entry(int dirfd, const char *name, struct ht_span span, size_t ma
 }
 
 /* Fills a new entry under a temporary name and publishes it whole. */
-static int fill_entry(const struct ht_options *opt, int dirfd, const char *name,
+static int fill_entry(const struct ht_options *opt, int dirfd, int tmpfs, const char *name,
 		      struct ht_span span, const struct ht_source *src, struct ht_region *r)
 {
 	size_t len = span.end - span.start;
-	long avail = ht_pool_available_2m();
 	char tmp[300];
 	void *p;
 	int fd, err;
 
-	if (avail < 0 || (size_t)avail < len / HT_HUGE_PAGE_SIZE)
-		return refuse(r, "too few free pages in the explicit pool for the cache", -ENOMEM);
+	if (tmpfs) {
+		/* tmpfs pages are charged to the filler's memory cgroup, as a THP copy is. */
+		if (ht_memcg_room() < len)
+			return refuse(r, "too little room in the memory cgroup to fill the cache", -ENOMEM);
+	} else {
+		long avail = ht_pool_available_2m();
+
+		if (avail < 0 || (size_t)avail < len / HT_HUGE_PAGE_SIZE)
+			return refuse(r, "too few free pages in the explicit pool for the cache", -ENOMEM);
+	}
 	snprintf(tmp, sizeof(tmp), "%s.tmp.%ld", name, (long)ht_getpid());
 	fd = ht_sys_openat(dirfd, tmp, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW, 0600);
 	if (fd < 0)
 		return refuse(r, "cannot create a cache entry", fd);
-	/* A shared hugetlbfs mapping reserves its pages now, so the fill cannot fault. */
+	/*
+	 * A shared hugetlbfs mapping reserves its pages now.  On tmpfs the size
+	 * comes first too: huge=within_size gives 2 MiB pages only inside it.
+	 */
 	err = ht_sys_ftruncate(fd, (off_t)len);
 	if (err == 0)
 		err = ht_sys_map_file(fd, len, PROT_READ | PROT_WRITE, 1, &p);
 	ht_sys_close(fd);
-	/* Get every page first: over a hugetlb cgroup limit, a touch is SIGBUS. */
+	/* Get every page first: over a hugetlb cgroup or a tmpfs size limit, a touch is SIGBUS. */
 	if (err == 0 && (err = ht_sys_advise(p, len, MADV_POPULATE_WRITE)) < 0)
 		ht_sys_unmap(p, len);
 	if (err == 0) {
@@ -239,23 +337,23 @@ static int fill_entry(const struct ht_options *opt, int dirfd, const char *name,
 	return err < 0 ? refuse(r, "cannot fill the cache entry", err) : 0;
 }
 
-static int cache_move_in(const struct ht_options *opt, int dirfd, const char *name,
+static int cache_move_in(const struct ht_options *opt, int dirfd, int tmpfs, const char *name,
 			 struct ht_span span, const struct ht_source *src, struct ht_region *r)
 {
 	const char *how = "hit";
 	char *copy;
-	int err = map_entry(dirfd, name, span, src->mapped, &copy, r);
+	int err = map_entry(dirfd, tmpfs, name, span, src->mapped, &copy, r);
 
 	if (err == -ENOENT) {
 		how = "miss";
-		err = fill_entry(opt, dirfd, name, span, src, r);
+		err = fill_entry(opt, dirfd, tmpfs, name, span, src, r);
 		if (err == 0)
-			err = map_entry(dirfd, name, span, src->mapped, &copy, r);
+			err = map_entry(dirfd, tmpfs, name, span, src->mapped, &copy, r);
 	}
 	if (err < 0)
 		return err == -ENOENT ? refuse(r, "cache entry vanished", err) : err;
 	r->cache = how;
-	r->mode = HT_MODE_EXPLICIT;
+	r->mode = tmpfs ? HT_MODE_THP : HT_MODE_EXPLICIT;
 	r->huge_bytes = span.end - span.start;
 	err = ht_swap_in(copy, span, src, r);
 	if (err < 0)
@@ -267,16 +365,16 @@ int ht_cache_move(const struct ht_options *opt, const struct ht_cache_key *key,
 		  struct ht_span span, const struct ht_source *src, struct ht_region *r)
 {
 	char name[256];
-	int dirfd, err;
+	int dirfd, tmpfs = 0, err;
 
 	r->cache = "";
 	r->cache_error = "";
 	if (ht_cache_name(key, name, sizeof(name)) < 0)
 		return refuse(r, "cache key too long", -ENAMETOOLONG);
-	dirfd = open_dir(opt, r);
+	dirfd = open_dir(opt, &tmpfs, r);
 	if (dirfd < 0)
 		return dirfd;
-	err = cache_move_in(opt, dirfd, name, span, src, r);
+	err = cache_move_in(opt, dirfd, tmpfs, name, span, src, r);
 	ht_sys_close(dirfd);
 	return err;
 }

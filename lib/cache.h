@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The shared text cache: copies of code spans in files on hugetlbfs, so
- * that N processes of one program hold one copy and a warm start copies
- * nothing.  A cache file is code other processes will run, so nothing is
- * mapped unless only the caller (or root) could have written it.
+ * The shared text cache: copies of code spans in files on hugetlbfs, or on
+ * a tmpfs mounted with huge=within_size (no reserved pool: its files sit
+ * in 2 MiB THPs), so that N processes of one program hold one copy and a
+ * warm start copies nothing.  A cache file is code other processes will
+ * run, so nothing is mapped unless only the caller (or root) could have
+ * written it; a tmpfs entry is mapped only when it maps with 2 MiB pages.
  */
 #ifndef HT_CACHE_H
 #define HT_CACHE_H
@@ -38,11 +40,20 @@ int ht_cache_name(const struct ht_cache_key *k, char *buf, size_t len);
 const char *ht_cache_distrust(const struct stat *st, uid_t euid, int want_dir);
 
 /*
+ * True when HT_TEXT_CACHE_DIR exists (or cannot be told): one open().
+ */
+int ht_text_cache_present(void);
+
+/*
  * Moves the span through the cache: maps a trusted, complete, fresh entry
  * (r->cache "hit"), or fills one first (r->cache "miss").
  * Returns: 0 when the span was swapped in; a negative errno when the caller
  * should go on without the cache, with r->cache and r->cache_error saying
  * why ("refused"), or r->cache "" when no cache directory exists.
+ * HT_SHARE_AUTO looks only at HT_TEXT_CACHE_DIR; HT_SHARE_ON at
+ * opt->share_dir, else HT_TEXT_CACHE_DIR, else the first 2 MiB hugetlbfs.
+ * A tmpfs hit or miss leaves r->mode HT_MODE_THP, a hugetlbfs one
+ * HT_MODE_EXPLICIT.
  * The program is untouched in every failing case.
  */
 int ht_cache_move(const struct ht_options *opt, const struct ht_cache_key *key,

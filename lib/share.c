@@ -31,6 +31,12 @@ int ht_try_cache(const struct ht_options *opt, const struct ht_object *o,
 	const char *why = share_refusal(o, src);
 	struct stat st;
 
+	/*
+	 * auto is on by default in every process: where set-up made no cache,
+	 * nothing is said of objects the cache could not have taken anyway.
+	 */
+	if (why && opt->share == HT_SHARE_AUTO && !ht_text_cache_present())
+		return -EAGAIN;
 	if (why) {
 		g->cache = "refused";
 		g->cache_error = why;

@@ -705,6 +705,33 @@ int ht_sys_map_file(int fd, size_t len, int prot, int shared, void **out)
 	return 0;
 }
 
+int ht_sys_map_file_aligned(int fd, size_t len, int prot, size_t align, void **out)
+{
+	size_t total = len + align;
+	char *p = ht_sys.mmap(NULL, total, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	uintptr_t a;
+	size_t head, tail;
+
+	if (p == MAP_FAILED)
+		return neg_errno();
+	a = ((uintptr_t)p + align - 1) & ~(uintptr_t)(align - 1);
+	head = a - (uintptr_t)p;
+	tail = total - head - len;
+	/* Over our own reservation: MAP_FIXED replaces nothing of the program's. */
+	if (ht_sys.mmap((void *)a, len, prot, MAP_PRIVATE | MAP_FIXED | MAP_POPULATE, fd, 0) == MAP_FAILED) {
+		int err = neg_errno();
+
+		ht_sys.munmap(p, total);
+		return err;
+	}
+	if (head)
+		ht_sys.munmap(p, head);
+	if (tail)
+		ht_sys.munmap((char *)a + len, tail);
+	*out = (void *)a;
+	return 0;
+}
+
 int ht_sys_private_fds(int keep_stderr)
 {
 	/*

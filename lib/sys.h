@@ -164,6 +164,11 @@ int ht_sys_ftruncate(int fd, off_t len);
 int ht_sys_fstatfs(int fd, struct statfs *st);
 /* Maps @len bytes of @fd; hugetlbfs files come back 2 MiB aligned. */
 int ht_sys_map_file(int fd, size_t len, int prot, int shared, void **out);
+/*
+ * Maps @len bytes of @fd privately and populated at an @align-aligned
+ * address (a power of two): a file of huge pages there can map with PMDs.
+ */
+int ht_sys_map_file_aligned(int fd, size_t len, int prot, size_t align, void **out);
 
 /*
  * Gives the calling thread a descriptor table of its own, holding only

@@ -2,6 +2,7 @@
 /* hugetlbfs mounts: finding them, and mounting one (hugeadm's job). */
 #include "tool.h"
 #include "poolcmd.h"
+#include "setup.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -121,4 +122,94 @@ int hte_do_mount(uint64_t kb, const char *dir)
 	}
 	printf("%s: hugetlbfs with %s pages\n", dir, h);
 	return HTE_EXIT_OK;
+}
+
+/* --- the shared text cache's tmpfs (hugetext setup) --- */
+
+int hte_mount_find(const char *dir, char *type, size_t tlen, char *opts, size_t olen)
+{
+	char *buf;
+	size_t len, dn = strlen(dir);
+	int found = 0, err = ht_sys_read_file("/proc/self/mounts", &buf, &len);
+
+	if (err < 0)
+		return err;
+	/* "dev dir type opts 0 0"; the last line for @dir is the mount on top. */
+	for (char *p = buf, *end = buf + len; p < end;) {
+		char *nl = memchr(p, '\n', (size_t)(end - p)), *f[4];
+		size_t llen = nl ? (size_t)(nl - p) : (size_t)(end - p), n[4];
+		char *q = p;
+
+		for (int i = 0; i < 4; i++) {
+			char *sp;
+
+			f[i] = q;
+			sp = memchr(q, ' ', (size_t)(p + llen - q));
+			n[i] = sp ? (size_t)(sp - q) : (size_t)(p + llen - q);
+			q = sp ? sp + 1 : p + llen;
+		}
+		if (n[1] == dn && memcmp(f[1], dir, dn) == 0 && n[2] < tlen && n[3] < olen) {
+			memcpy(type, f[2], n[2]);
+			type[n[2]] = '\0';
+			memcpy(opts, f[3], n[3]);
+			opts[n[3]] = '\0';
+			found = 1;
+		}
+		p += llen + 1;
+	}
+	free(buf);
+	return found;
+}
+
+uint64_t hte_mount_opt_size(const char *opts)
+{
+	const char *p = strstr(opts, "size=");
+	uint64_t x = 0;
+
+	/* "nr_inodes=" and the like also end in "size="-less names; take only a whole option. */
+	while (p && p != opts && p[-1] != ',')
+		p = strstr(p + 1, "size=");
+	if (!p)
+		return 0;
+	for (p += 5; *p >= '0' && *p <= '9' && x < (1ULL << 50); p++)
+		x = x * 10 + (uint64_t)(*p - '0');
+	switch (*p) {
+	case 'k': x <<= 10; break;
+	case 'm': x <<= 20; break;
+	case 'g': x <<= 30; break;
+	default: break;
+	}
+	return x;
+}
+
+int hte_mount_text_cache(const char *dir, uint64_t size, int remount, int *made_dir)
+{
+	char opts[96], parent[4096], *slash;
+
+	*made_dir = 0;
+	if (remount) {
+		snprintf(opts, sizeof(opts), "huge=within_size,size=%llu", (unsigned long long)size);
+		return mount("hugetext-text", dir, "tmpfs", MS_REMOUNT | MS_NOSUID | MS_NODEV, opts) < 0 ? -errno : 0;
+	}
+	snprintf(opts, sizeof(opts), "huge=within_size,size=%llu,mode=1777", (unsigned long long)size);
+	snprintf(parent, sizeof(parent), "%s", dir);
+	slash = strrchr(parent, '/');
+	if (slash && slash != parent) {
+		*slash = '\0';
+		if (mkdir(parent, 0755) < 0 && errno != EEXIST)
+			return *made_dir = -1, -errno;
+	}
+	if (mkdir(dir, 0755) == 0)
+		*made_dir = 1;
+	else if (errno != EEXIST)
+		return *made_dir = -1, -errno;
+	/*
+	 * huge=within_size: files get 2 MiB pages wherever they reach, as the
+	 * cache's entries (2 MiB multiples) always do.  Not noexec: the
+	 * entries are mapped executable.  Sticky and writable by all, as /tmp:
+	 * each user's processes make their own private hugetext-UID there.
+	 */
+	if (mount("hugetext-text", dir, "tmpfs", MS_NOSUID | MS_NODEV, opts) < 0)
+		return -errno;
+	return 0;
 }

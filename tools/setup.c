@@ -2,10 +2,10 @@
 /*
  * hugetext setup: the machine's part of the policy file, done once at
  * boot (hugetext-setup.service): grow the 2 MiB hugetlb pool, mount a
- * hugetlbfs for the shared cache, warm the listed programs' code into
- * 2 MiB page-cache pages.  Idempotent; what it changed is recorded in a
- * state file so --undo puts back the pool size it found and unmounts only
- * a mount it made.  The work is pool's and warm's (hugepages.c, mounts.c,
+ * hugetlbfs for the shared cache, mount the huge tmpfs shared cache at
+ * HT_TEXT_CACHE_DIR, warm the listed programs' code into 2 MiB page-cache
+ * pages.  Idempotent; what it changed is recorded in a state file so
+ * --undo puts back the pool size it found and unmounts only mounts it made.  The work is pool's and warm's (hugepages.c, mounts.c,
  * warm.c); this file decides and reports.
  */
 #include "tool.h"
@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "conf.h"
+#include "hugetext.h"
 #include "sys.h"
 
 #define SETUP_STATE_DIR "/run/hugetext"
@@ -35,13 +36,15 @@ static const char setup_usage[] =
 	"Do the set-up keys of the policy file (default " HT_CONF_PATH "): grow the\n"
 	"2 MiB hugetlb pool to 'pool = N' pages, mount hugetlbfs at 'hugetlbfs = DIR'\n"
 	"(sticky, writable by all, for the shared cache) unless it is mounted there,\n"
-	"and read each 'warm = FILE' program's code into 2 MiB page-cache pages.\n"
+	"mount the shared text cache (a tmpfs with huge=within_size, mode 1777) at\n"
+	HT_TEXT_CACHE_DIR " with 'text_cache_size = BYTES' as its limit, and read\n"
+	"each 'warm = FILE' program's code into 2 MiB page-cache pages.\n"
 	"A second run changes nothing and says so.  Needs root.\n"
 	"\n"
 	"  --config FILE  the policy file; it must be root's and writable by root alone\n"
 	"  --state FILE   where the changes are recorded for --undo\n"
 	"                 (default " SETUP_STATE ")\n"
-	"  --undo         put back the pool size found and unmount the mount made\n"
+	"  --undo         put back the pool size found and unmount the mounts made\n"
 	"  --dry-run      say what would be done, change nothing (root not needed)\n"
 	"  -h, --help     show this help\n"
 	"\n"
@@ -104,6 +107,10 @@ int hte_setup_state_parse(const char *buf, size_t len, struct hte_setup_state *s
 			err = parse_path(v, vn, s->mounted, sizeof(s->mounted));
 		else if (kn == 8 && memcmp(line, "made_dir", 8) == 0)
 			err = parse_path(v, vn, s->made_dir, sizeof(s->made_dir));
+		else if (kn == 12 && memcmp(line, "text_mounted", 12) == 0)
+			err = parse_path(v, vn, s->text_mounted, sizeof(s->text_mounted));
+		else if (kn == 13 && memcmp(line, "text_made_dir", 13) == 0)
+			err = parse_path(v, vn, s->text_made_dir, sizeof(s->text_made_dir));
 		else
 			err = -EINVAL;
 		if (err < 0)
@@ -122,12 +129,18 @@ int hte_setup_state_format(const struct hte_setup_state *s, char *buf, size_t le
 		n += snprintf(buf + n, len > (size_t)n ? len - (size_t)n : 0, "mounted=%s\n", s->mounted);
 	if (s->made_dir[0])
 		n += snprintf(buf + n, len > (size_t)n ? len - (size_t)n : 0, "made_dir=%s\n", s->made_dir);
+	if (s->text_mounted[0])
+		n += snprintf(buf + n, len > (size_t)n ? len - (size_t)n : 0, "text_mounted=%s\n", s->text_mounted);
+	if (s->text_made_dir[0])
+		n += snprintf(buf + n, len > (size_t)n ? len - (size_t)n : 0, "text_made_dir=%s\n",
+			      s->text_made_dir);
 	return n < 0 || (size_t)n >= len ? -1 : n;
 }
 
 static int state_empty(const struct hte_setup_state *s)
 {
-	return s->pool_was < 0 && !s->mounted[0] && !s->made_dir[0];
+	return s->pool_was < 0 && !s->mounted[0] && !s->made_dir[0] && !s->text_mounted[0] &&
+	       !s->text_made_dir[0];
 }
 
 /*
@@ -166,7 +179,7 @@ static int state_load(const char *path, struct hte_setup_state *s)
 /* Writes the state atomically (a temporary file renamed); removes it when empty. */
 static int state_save(const char *path, const struct hte_setup_state *s)
 {
-	char text[4096], tmp[4200];
+	char text[6144], tmp[4200];
 	int fd, n;
 
 	if (state_empty(s))
@@ -294,6 +307,82 @@ static void do_mount(struct run *r, const char *path)
 	printf("mount: %s hugetlbfs with 2 MiB pages, mode 1777\n", dir);
 }
 
+/* A tmpfs that gives its files 2 MiB pages: the library's tmpfs cache needs one. */
+static int huge_tmpfs(const char *type, const char *opts)
+{
+	return strcmp(type, "tmpfs") == 0 && (strstr(opts, "huge=within_size") || strstr(opts, "huge=always"));
+}
+
+static void do_text_cache(struct run *r, const struct ht_conf *conf)
+{
+	const char *dir = HT_TEXT_CACHE_DIR;
+	const uint64_t page = 2u << 20;
+	char type[64], opts[1024], a[32], b[32];
+	uint64_t want = conf->text_cache_size, have;
+	int found, made = 0, err;
+
+	if (!(conf->set & HT_CONF_TEXT_CACHE_SIZE))
+		return;
+	if (!want) {
+		printf("cache: text_cache_size = 0: no shared text cache\n");
+		return;
+	}
+	/* Whole 2 MiB pages: a limit in between would only hold 4 KiB pages at its end. */
+	want = want < page ? page : (want + page - 1) / page * page;
+	hte_human(want, a, sizeof(a));
+	found = hte_mount_find(dir, type, sizeof(type), opts, sizeof(opts));
+	if (found < 0) {
+		hte_error("setup", "cache: /proc/self/mounts: %s", strerror(-found));
+		r->failed = 1;
+		return;
+	}
+	if (found && !huge_tmpfs(type, opts)) {
+		hte_error("setup", "cache: %s: a %s%s is mounted there: left alone", dir, type,
+			  strcmp(type, "tmpfs") == 0 ? " without huge=within_size or huge=always" : "");
+		r->failed = 1;
+		return;
+	}
+	if (found) {
+		have = hte_mount_opt_size(opts);
+		hte_human(have, b, sizeof(b));
+		/* A mount someone else made keeps the size they chose. */
+		if (have == want || strcmp(r->state.text_mounted, dir) != 0) {
+			printf("cache: %s already mounted (%s)%s\n", dir, have ? b : "no size limit",
+			       have == want ? "" : ": not ours, its size left alone");
+			return;
+		}
+		if (r->dry) {
+			printf("cache: would resize %s from %s to %s\n", dir, b, a);
+			return;
+		}
+		err = hte_mount_text_cache(dir, want, 1, &made);
+		if (err < 0) {
+			hte_error("setup", "cache: %s: cannot resize to %s: %s", dir, a, strerror(-err));
+			r->failed = 1;
+			return;
+		}
+		r->changed = 1;
+		printf("cache: %s resized from %s to %s\n", dir, b, a);
+		return;
+	}
+	if (r->dry) {
+		printf("cache: would mount tmpfs (huge=within_size, %s, mode 1777) at %s\n", a, dir);
+		return;
+	}
+	err = hte_mount_text_cache(dir, want, 0, &made);
+	if (made > 0 && !r->state.text_made_dir[0])
+		snprintf(r->state.text_made_dir, sizeof(r->state.text_made_dir), "%s", dir);
+	if (err < 0) {
+		hte_error("setup", "cache: %s: cannot mount tmpfs with huge=within_size: %s%s", dir, strerror(-err),
+			  err == -EINVAL ? ": the kernel has no huge tmpfs (CONFIG_TRANSPARENT_HUGEPAGE)" : "");
+		r->failed = 1;
+		return;
+	}
+	snprintf(r->state.text_mounted, sizeof(r->state.text_mounted), "%s", dir);
+	r->changed = 1;
+	printf("cache: %s tmpfs huge=within_size, %s, mode 1777\n", dir, a);
+}
+
 static void do_warm(struct run *r, const char *path)
 {
 	struct hte_warm w;
@@ -374,6 +463,7 @@ static int setup(struct run *r, const char *config, int explicit_config)
 			conf->unknown_line[i], conf->unknown[i]);
 	do_pool(r, conf->pool);
 	do_mount(r, conf->hugetlbfs);
+	do_text_cache(r, conf);
 	for (unsigned i = 0; i < conf->nwarm; i++)
 		do_warm(r, ht_conf_warm(conf, i));
 	free(conf);
@@ -434,6 +524,39 @@ static void undo_mount(struct run *r)
 	}
 }
 
+static void undo_text_cache(struct run *r)
+{
+	char type[64], opts[1024];
+	const char *dir = r->state.text_mounted;
+
+	if (dir[0]) {
+		if (hte_mount_find(dir, type, sizeof(type), opts, sizeof(opts)) <= 0 || !huge_tmpfs(type, opts)) {
+			printf("cache: %s no longer mounted: left alone\n", dir);
+			r->state.text_mounted[0] = '\0';
+		} else if (r->dry) {
+			printf("cache: would unmount %s (its entries go with it)\n", dir);
+		} else if (umount2(dir, UMOUNT_NOFOLLOW) == 0) {
+			printf("cache: %s unmounted\n", dir);
+			r->state.text_mounted[0] = '\0';
+			r->changed = 1;
+		} else if (errno == EBUSY && umount2(dir, MNT_DETACH | UMOUNT_NOFOLLOW) == 0) {
+			/* Running programs map its entries as their code: they keep them until they exit. */
+			printf("cache: %s detached (programs running its code keep it until they exit)\n", dir);
+			r->state.text_mounted[0] = '\0';
+			r->changed = 1;
+		} else {
+			hte_error("setup", "cache: %s: cannot unmount: %s", dir, strerror(errno));
+			r->failed = 1;
+			return; /* its directory stays too */
+		}
+	}
+	if (r->state.text_made_dir[0] && !r->dry) {
+		if (rmdir(r->state.text_made_dir) == 0)
+			printf("cache: %s removed\n", r->state.text_made_dir);
+		r->state.text_made_dir[0] = '\0';
+	}
+}
+
 static int undo(struct run *r)
 {
 	int rc = state_load(r->state_path, &r->state);
@@ -446,6 +569,7 @@ static int undo(struct run *r)
 		return HTE_EXIT_FAIL;
 	undo_pool(r);
 	undo_mount(r);
+	undo_text_cache(r);
 	return finish(r);
 }
 
@@ -480,7 +604,7 @@ int hte_cmd_setup(int argc, char **argv)
 		return HTE_EXIT_USAGE;
 	}
 	if (!r.dry && geteuid() != 0) {
-		hte_error("setup", "needs root: it sizes the hugetlb pool and mounts hugetlbfs "
+		hte_error("setup", "needs root: it sizes the hugetlb pool and mounts hugetlbfs and tmpfs "
 			  "(--dry-run shows what it would do)");
 		return HTE_EXIT_FAIL;
 	}

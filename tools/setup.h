@@ -15,6 +15,8 @@ struct hte_setup_state {
 	long pool_was;       /* 2 MiB pool size found; -1: the pool was not changed */
 	char mounted[1024];  /* the hugetlbfs mount made, or "" */
 	char made_dir[1024]; /* the directory made for it, or "" */
+	char text_mounted[1024];  /* the shared cache's tmpfs mounted, or "" */
+	char text_made_dir[1024]; /* the directory made for it, or "" */
 };
 
 void hte_setup_state_init(struct hte_setup_state *s);
@@ -39,6 +41,22 @@ struct hte_warm {
  * printing why ("hugetext warm: PATH: ...").
  */
 int hte_warm_file(const char *path, int probe, struct hte_warm *w);
+
+/* --- mounts.c: the shared cache's tmpfs --- */
+/*
+ * The mount on top at @dir: its type and options into @type and @opts.
+ * Returns: 1 when found, 0 when nothing is mounted there, or a negative errno.
+ */
+int hte_mount_find(const char *dir, char *type, size_t tlen, char *opts, size_t olen);
+/* The bytes of the "size=" option of a /proc/self/mounts line's options; 0 if none. */
+uint64_t hte_mount_opt_size(const char *opts);
+/*
+ * Mounts a tmpfs with huge=within_size, size=@size, mode 1777, nosuid and
+ * nodev at @dir (made, with its parent, if missing: *@made_dir 1 when @dir
+ * was made, -1 when making it failed); with @remount, only resizes it.
+ * Returns: 0 or a negative errno.
+ */
+int hte_mount_text_cache(const char *dir, uint64_t size, int remount, int *made_dir);
 
 int hte_cmd_setup(int argc, char **argv);
 

@@ -16,6 +16,8 @@
 #include "tooltest.hpp"
 #include "../robust/robust.hpp"
 
+#include "hugetext.h"
+
 extern "C" {
 #include "setup.h"
 }
@@ -260,7 +262,7 @@ TEST_CASE("setup needs root, and says so", "[setup]")
 	long was = pool_2m();
 	run_result r = run_cmd(argv);
 	CHECK(r.status == 1);
-	CHECK(r.err == "hugetext setup: needs root: it sizes the hugetlb pool and mounts hugetlbfs "
+	CHECK(r.err == "hugetext setup: needs root: it sizes the hugetlb pool and mounts hugetlbfs and tmpfs "
 		       "(--dry-run shows what it would do)\n");
 	CHECK(pool_2m() == was);
 	argv.push_back("--undo");
@@ -302,8 +304,20 @@ TEST_CASE("the state file: what setup changed, written and read back; anything e
 	CHECK(std::string(back.made_dir) == "/mnt/huge");
 	CHECK(hte_setup_state_format(&s, buf, 40) == -1);
 
+	hte_setup_state_init(&s);
+	std::snprintf(s.text_mounted, sizeof(s.text_mounted), "/run/hugetext/text");
+	std::snprintf(s.text_made_dir, sizeof(s.text_made_dir), "/run/hugetext/text");
+	n = hte_setup_state_format(&s, buf, sizeof(buf));
+	CHECK(std::string(buf, n) == "# hugetext setup: what it changed, for hugetext setup --undo\n"
+				     "text_mounted=/run/hugetext/text\ntext_made_dir=/run/hugetext/text\n");
+	REQUIRE(hte_setup_state_parse(buf, (size_t)n, &back) == 0);
+	CHECK(back.pool_was == -1);
+	CHECK(back.mounted[0] == '\0');
+	CHECK(std::string(back.text_mounted) == "/run/hugetext/text");
+	CHECK(std::string(back.text_made_dir) == "/run/hugetext/text");
+
 	for (const char *bad : { "pool_was=-1\n", "pool_was=\n", "pool_was=9999999999\n", "mounted=relative\n",
-				 "other=1\n", "no equals\n" })
+				 "other=1\n", "no equals\n", "text_mounted=run\n", "text_made_dir=\n" })
 		CHECK(hte_setup_state_parse(bad, std::strlen(bad), &back) == -EINVAL);
 }
 
@@ -316,4 +330,149 @@ TEST_CASE("unknown keys of a newer policy file are noted, not refused", "[setup]
 	CHECK(r.status == 0);
 	CHECK(r.err == "hugetext setup: " + f.conf + ": line 2: unknown key 'future_key', ignored\n");
 	CHECK(r.out == "pool: not asked for: left alone\nsetup: dry run: nothing changed\n");
+}
+
+namespace {
+
+const std::string text_dir = HT_TEXT_CACHE_DIR;
+
+// A /run of our own for one test case (the machine's stays untouched).
+struct private_run {
+	bool ok;
+	private_run() { ok = mount("test-run", "/run", "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755") == 0; }
+	~private_run()
+	{
+		if (ok)
+			umount2("/run", MNT_DETACH);
+	}
+};
+
+std::string text_opts()
+{
+	std::ifstream f("/proc/self/mounts");
+	std::string dev, mnt, type, opts, rest, found;
+	while (f >> dev >> mnt >> type >> opts && std::getline(f, rest))
+		if (mnt == text_dir)
+			found = opts;
+	return found;
+}
+
+} // namespace
+
+TEST_CASE("setup mounts the huge tmpfs cache, a second run changes nothing, --undo unmounts it",
+	  "[setup][root]")
+{
+	if (!need_root())
+		return;
+	if (!private_mounts()) {
+		WARN("no private mount namespace: the tmpfs cache is not mounted on the machine's /run");
+		return;
+	}
+	private_run run;
+	REQUIRE(run.ok);
+	setup_files f("text_cache_size = 63M\n");
+	const std::string pool_line = "pool: not asked for: left alone\n";
+
+	run_result r = f.run({ "--dry-run" });
+	CHECK(r.status == 0);
+	CHECK(r.out == pool_line + "cache: would mount tmpfs (huge=within_size, 64.0 MiB, mode 1777) at " + text_dir +
+			       "\nsetup: dry run: nothing changed\n");
+	CHECK(mount_type(text_dir) == "");
+	CHECK(!file_exists(text_dir));
+	CHECK(!file_exists(f.state));
+
+	r = f.run();
+	INFO(r.err);
+	REQUIRE(r.status == 0);
+	CHECK(r.err == "");
+	CHECK(r.out == pool_line + "cache: " + text_dir + " tmpfs huge=within_size, 64.0 MiB, mode 1777\nsetup: done\n");
+	CHECK(mount_type(text_dir) == "tmpfs");
+	std::string opts = text_opts();
+	CHECK(opts.find("huge=within_size") != std::string::npos);
+	CHECK(opts.find("size=65536k") != std::string::npos);
+	CHECK(opts.find("nosuid") != std::string::npos);
+	CHECK(opts.find("nodev") != std::string::npos);
+	CHECK(opts.find("noexec") == std::string::npos);
+	struct stat st;
+	REQUIRE(stat(text_dir.c_str(), &st) == 0);
+	CHECK((st.st_mode & 07777) == 01777);
+	CHECK(st.st_uid == 0);
+	CHECK(read_file(f.state) == "# hugetext setup: what it changed, for hugetext setup --undo\ntext_mounted=" +
+					    text_dir + "\ntext_made_dir=" + text_dir + "\n");
+
+	r = f.run();
+	CHECK(r.status == 0);
+	CHECK(r.out == pool_line + "cache: " + text_dir + " already mounted (64.0 MiB)\nsetup: nothing changed\n");
+	CHECK(text_opts() == opts);
+
+	// An entry as the library leaves one: --undo takes it with the mount.
+	REQUIRE(mkdir((text_dir + "/hugetext-0").c_str(), 0700) == 0);
+	write_file(text_dir + "/hugetext-0/b-00-0-200000-200000.text", "x", 0600);
+
+	r = f.run({ "--undo", "--dry-run" });
+	CHECK(r.status == 0);
+	CHECK(r.out == "cache: would unmount " + text_dir + " (its entries go with it)\nsetup: dry run: nothing changed\n");
+	CHECK(mount_type(text_dir) == "tmpfs");
+	CHECK(file_exists(f.state));
+
+	r = f.run({ "--undo" });
+	CHECK(r.status == 0);
+	CHECK(r.out == "cache: " + text_dir + " unmounted\ncache: " + text_dir + " removed\nsetup: done\n");
+	CHECK(mount_type(text_dir) == "");
+	CHECK(!file_exists(text_dir));
+	CHECK(!file_exists(f.state));
+}
+
+TEST_CASE("setup resizes only its own cache mount, leaves a tmpfs without huge= alone, and --undo detaches a busy one",
+	  "[setup][root]")
+{
+	if (!need_root())
+		return;
+	if (!private_mounts()) {
+		WARN("no private mount namespace: the tmpfs cache is not mounted on the machine's /run");
+		return;
+	}
+	private_run run;
+	REQUIRE(run.ok);
+
+	// Someone else's tmpfs without huge=: refused, left as it was.
+	REQUIRE(mkdir("/run/hugetext", 0755) == 0);
+	REQUIRE(mkdir(text_dir.c_str(), 0755) == 0);
+	REQUIRE(mount("other", text_dir.c_str(), "tmpfs", 0, "size=8m") == 0);
+	{
+		setup_files f("text_cache_size = 64M\n");
+		run_result r = f.run();
+		CHECK(r.status == 1);
+		CHECK(r.err == "hugetext setup: cache: " + text_dir +
+				       ": a tmpfs without huge=within_size or huge=always is mounted there: left alone\n");
+		CHECK(text_opts().find("size=8192k") != std::string::npos);
+		CHECK(text_opts().find("huge=") == std::string::npos);
+		CHECK(!file_exists(f.state));
+	}
+	REQUIRE(umount2(text_dir.c_str(), 0) == 0);
+
+	setup_files f("text_cache_size = 64M\n");
+	REQUIRE(f.run().status == 0);
+	write_file(f.conf, "text_cache_size = 128M\n", 0644);
+	run_result r = f.run();
+	CHECK(r.status == 0);
+	CHECK(r.out == "pool: not asked for: left alone\ncache: " + text_dir +
+			       " resized from 64.0 MiB to 128.0 MiB\nsetup: done\n");
+	CHECK(text_opts().find("size=131072k") != std::string::npos);
+	CHECK(text_opts().find("huge=within_size") != std::string::npos);
+
+	// A program running an entry's code keeps the mount busy.
+	std::string entry = text_dir + "/busy";
+	write_file(entry, "code", 0600);
+	int fd = open(entry.c_str(), O_RDONLY);
+	REQUIRE(fd >= 0);
+	r = f.run({ "--undo" });
+	CHECK(r.status == 0);
+	CHECK(r.out == "cache: " + text_dir + " detached (programs running its code keep it until they exit)\nsetup: done\n");
+	CHECK(mount_type(text_dir) == "");
+	CHECK(read_file("/proc/self/fd/" + std::to_string(fd)).empty() == false);
+	close(fd);
+	// The directory was there before setup ran: it stays.
+	CHECK(file_exists(text_dir));
+	CHECK(!file_exists(f.state));
 }

@@ -1,0 +1,414 @@
+// Description: the shared text cache on a huge tmpfs (huge=within_size) at
+// HT_TEXT_CACHE_DIR, as `hugetext setup` mounts it: the default (share
+// auto) uses it with no reserved pool, a hit maps the one copy with 2 MiB
+// pages and nothing private, and every directory or entry another user
+// could have written, a damaged entry, or an entry not on huge pages is
+// refused with the program left as it was.  Runs in a private mount
+// namespace with a tmpfs over /run: the machine's /run is never touched.
+#include <catch2/catch.hpp>
+
+#include <cstring>
+#include <dirent.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <spawn.h>
+#include <sstream>
+#include <string>
+#include <sys/mman.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "helpers.hpp"
+#include "hugetext.h"
+
+namespace {
+
+const std::string text_dir = HT_TEXT_CACHE_DIR;
+const std::string user_dir = text_dir + "/hugetext-0";
+
+// Once per program: our own mounts, and a /run of our own under them.
+bool private_run()
+{
+	static int ok = -1;
+	if (ok < 0)
+		ok = unshare(CLONE_NEWNS) == 0 && mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) == 0 &&
+		     mount("test-run", "/run", "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755") == 0 &&
+		     mkdir("/run/hugetext", 0755) == 0 && mkdir(text_dir.c_str(), 0755) == 0;
+	return ok;
+}
+
+} // namespace
+
+extern "C" const char *test_skip_reason(void)
+{
+	if (getuid() != 0)
+		return "mounting tmpfs in a private mount namespace needs root";
+	if (!file_exists("/sys/kernel/mm/transparent_hugepage/shmem_enabled"))
+		return "the kernel has no huge tmpfs (transparent huge pages)";
+	if (read_file("/sys/kernel/mm/transparent_hugepage/enabled").find("[never]") != std::string::npos)
+		return "transparent huge pages are set to never";
+	if (!private_run())
+		return "no private mount namespace";
+	return nullptr;
+}
+
+namespace {
+
+std::string preload() { return build_path("lib/libhugetext-preload.so"); }
+// Non-PIE: loaded at the same 2 MiB-aligned address in every process.
+std::string prog() { return build_path("tests/bigtext-nopie"); }
+
+// The cache's tmpfs, mounted for one test case and gone after it.
+struct text_cache {
+	bool ok;
+	explicit text_cache(const std::string &huge = "within_size", const std::string &mode = "1777")
+	{
+		std::string opts = "size=256m,mode=" + mode + (huge.empty() ? "" : ",huge=" + huge);
+		ok = mount("test-text", text_dir.c_str(), "tmpfs", MS_NOSUID | MS_NODEV, opts.c_str()) == 0;
+	}
+	~text_cache()
+	{
+		if (ok)
+			umount2(text_dir.c_str(), MNT_DETACH);
+	}
+	// The one complete entry of the per-user directory, or "".
+	static std::string entry()
+	{
+		std::string found;
+		DIR *d = opendir(user_dir.c_str());
+		if (!d)
+			return found;
+		while (struct dirent *e = readdir(d)) {
+			std::string n = e->d_name;
+			if (n.size() > 5 && n.compare(n.size() - 5, 5, ".text") == 0)
+				found = user_dir + "/" + n;
+		}
+		closedir(d);
+		return found;
+	}
+};
+
+std::vector<std::string> env(const std::string &report, const std::vector<std::string> &more = {})
+{
+	// The page-cache path would take the code first on kernels with large folios.
+	std::vector<std::string> e = { "LD_PRELOAD=" + preload(), "HUGETEXT_REPORT=" + report,
+				       "HUGETEXT_PAGE_CACHE=0", "HUGETEXT_MODE=auto" };
+	e.insert(e.end(), more.begin(), more.end());
+	return e;
+}
+
+// The report's line for the program's code.
+report_line code_line(const std::string &report)
+{
+	for (auto &l : read_report(report))
+		if (l["object"] == prog())
+			return l;
+	return {};
+}
+
+// Runs the program once under the preload; its output must be the plain one.
+report_line run_once(const std::string &name, const std::vector<std::string> &more = {})
+{
+	std::string report = temp_path(name);
+	unlink(report.c_str());
+	run_result r = run_cmd({ prog() }, env(report, more));
+	run_result plain = run_cmd({ prog() });
+	INFO(r.err);
+	CHECK(r.status == 0);
+	CHECK(r.err.empty());
+	CHECK(r.out == plain.out);
+	report_line l = code_line(report);
+	CHECK(!l.empty());
+	unlink(report.c_str());
+	return l;
+}
+
+void refused(const std::string &name, const std::string &why)
+{
+	report_line l = run_once(name);
+	CHECK(l["cache"] == "refused");
+	CHECK(l["cache_error"].find(why) != std::string::npos);
+	CHECK(l["status"] != "failed");
+}
+
+// One smaps field summed over the program's code mapping (it holds 0x800000).
+unsigned long code_smaps(pid_t pid, const std::string &field)
+{
+	std::istringstream in(read_file("/proc/" + std::to_string(pid) + "/smaps"));
+	std::string line, want = field + ":";
+	unsigned long lo, hi, kb, sum = 0;
+	bool in_code = false;
+	while (std::getline(in, line)) {
+		if (sscanf(line.c_str(), "%lx-%lx ", &lo, &hi) == 2)
+			in_code = lo <= 0x800000 && hi > 0x800000;
+		else if (in_code && line.compare(0, want.size(), want) == 0 &&
+			 sscanf(line.c_str() + want.size(), " %lu kB", &kb) == 1)
+			sum += kb << 10;
+	}
+	return sum;
+}
+
+// The program started with "hold MS", once it said "ready".
+struct held {
+	pid_t pid = -1;
+	std::string out, report;
+	explicit held(const std::string &name)
+	{
+		out = temp_path(name + ".out");
+		report = temp_path(name + ".json");
+		unlink(report.c_str());
+		std::vector<std::string> args = { "env" };
+		for (auto &e : env(report))
+			args.push_back(e);
+		args.insert(args.end(), { prog(), "hold", "5000" });
+		std::vector<char *> av;
+		for (auto &a : args)
+			av.push_back(const_cast<char *>(a.c_str()));
+		av.push_back(nullptr);
+		posix_spawn_file_actions_t fa;
+		posix_spawn_file_actions_init(&fa);
+		posix_spawn_file_actions_addopen(&fa, 1, out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		if (posix_spawnp(&pid, "env", &fa, nullptr, av.data(), environ) != 0)
+			pid = -1;
+		posix_spawn_file_actions_destroy(&fa);
+		for (int tries = 0; pid > 0 && tries < 1000; tries++) {
+			if (read_file(out).find("ready") != std::string::npos)
+				break;
+			usleep(10000);
+		}
+	}
+	bool ready() const { return pid > 0 && read_file(out).find("ready") != std::string::npos; }
+	int finish()
+	{
+		int st = -1;
+		if (pid > 0) {
+			kill(pid, SIGTERM);
+			waitpid(pid, &st, 0);
+			pid = -1;
+		}
+		unlink(out.c_str());
+		unlink(report.c_str());
+		return st;
+	}
+	~held() { finish(); }
+};
+
+} // namespace
+
+TEST_CASE("without set-up the default costs one failed open and says nothing", "[tmpfs-cache]")
+{
+	// Nothing mounted at HT_TEXT_CACHE_DIR; take the directory away too.
+	REQUIRE(rmdir(text_dir.c_str()) == 0);
+	report_line l = run_once("none.json");
+	CHECK(l.count("cache") == 0);
+	CHECK(l.count("cache_error") == 0);
+	if (have_program("strace")) {
+		std::string trace = temp_path("none.trace");
+		std::string report = temp_path("none2.json");
+		run_result r = run_cmd({ "strace", "-f", "-qq", "-o", trace, "-e", "trace=%file", prog() }, env(report));
+		CHECK(r.status == 0);
+		std::istringstream in(read_file(trace));
+		std::string line;
+		int opens = 0, others = 0;
+		while (std::getline(in, line))
+			if (line.find("/run/hugetext") != std::string::npos)
+				(line.find("ENOENT") != std::string::npos ? opens : others)++;
+		INFO(read_file(trace));
+		CHECK(opens == 1);
+		CHECK(others == 0);
+		unlink(trace.c_str());
+		unlink(report.c_str());
+	} else {
+		WARN("strace is missing: the count of system calls is not checked");
+	}
+	REQUIRE(mkdir(text_dir.c_str(), 0755) == 0);
+	// HUGETEXT_SHARE=0: not even the open.
+	text_cache c;
+	REQUIRE(c.ok);
+	l = run_once("off.json", { "HUGETEXT_SHARE=0" });
+	CHECK(l.count("cache") == 0);
+	CHECK(!file_exists(user_dir));
+}
+
+TEST_CASE("a miss fills the tmpfs cache, a hit maps the same pages huge with nothing private", "[tmpfs-cache]")
+{
+	text_cache c;
+	REQUIRE(c.ok);
+	held first("miss");
+	REQUIRE(first.ready());
+	report_line m = code_line(first.report);
+	CHECK(m["cache"] == "miss");
+	CHECK(m["mode"] == "thp");
+	CHECK(m["status"] == "ok");
+	unsigned long bytes = std::stoul(m["bytes"]);
+	CHECK(m["huge_bytes"] == m["bytes"]);
+	CHECK(bytes >= 16ul << 20);
+
+	// The per-user directory: made private, holding one entry of the span's size.
+	struct stat st;
+	REQUIRE(stat(user_dir.c_str(), &st) == 0);
+	CHECK((st.st_mode & 07777) == 0700);
+	std::string entry = text_cache::entry();
+	REQUIRE(!entry.empty());
+	REQUIRE(stat(entry.c_str(), &st) == 0);
+	CHECK((unsigned long)st.st_size == bytes);
+	CHECK((st.st_mode & 022) == 0);
+
+	held second("hit");
+	REQUIRE(second.ready());
+	report_line h = code_line(second.report);
+	CHECK(h["cache"] == "hit");
+	CHECK(h["mode"] == "thp");
+	CHECK(h["status"] == "ok");
+	CHECK(h["huge_bytes"] == h["bytes"]);
+	CHECK(h.count("private_huge_bytes") == 0);
+	CHECK(h.count("private_code_bytes") == 0);
+	CHECK(h.count("fill") == 0);
+
+	// Both processes: the code mapped with PMDs from the one tmpfs file, no anonymous copy.
+	for (pid_t p : { first.pid, second.pid }) {
+		INFO("pid " << p);
+		CHECK(code_smaps(p, "ShmemPmdMapped") == bytes);
+		CHECK(code_smaps(p, "Anonymous") == 0);
+		CHECK(code_smaps(p, "AnonHugePages") == 0);
+	}
+	int st1 = first.finish(), st2 = second.finish();
+	CHECK(WIFSIGNALED(st1));
+	CHECK(WIFSIGNALED(st2));
+	// No leftovers: no temporary file or link stays beside the entry.
+	DIR *d = opendir(user_dir.c_str());
+	int files = 0;
+	while (struct dirent *e = readdir(d))
+		files += e->d_name[0] != '.';
+	closedir(d);
+	CHECK(files == 1);
+}
+
+TEST_CASE("HUGETEXT_SHARE=1 takes the set-up's tmpfs cache before any hugetlbfs", "[tmpfs-cache]")
+{
+	text_cache c;
+	REQUIRE(c.ok);
+	report_line l = run_once("on.json", { "HUGETEXT_SHARE=1" });
+	CHECK(l["cache"] == "miss");
+	CHECK(l["mode"] == "thp");
+	CHECK(!text_cache::entry().empty());
+}
+
+TEST_CASE("a per-user directory squatted by another user is refused", "[tmpfs-cache][security]")
+{
+	text_cache c;
+	REQUIRE(c.ok);
+	REQUIRE(mkdir(user_dir.c_str(), 0700) == 0);
+	REQUIRE(chown(user_dir.c_str(), 65534, 65534) == 0);
+	refused("squat.json", "belongs to another user");
+	CHECK(text_cache::entry().empty());
+}
+
+TEST_CASE("a world-writable per-user directory is refused", "[tmpfs-cache][security]")
+{
+	text_cache c;
+	REQUIRE(c.ok);
+	REQUIRE(mkdir(user_dir.c_str(), 0700) == 0);
+	REQUIRE(chmod(user_dir.c_str(), 0777) == 0);
+	refused("ww.json", "group- or world-writable");
+	CHECK(text_cache::entry().empty());
+}
+
+TEST_CASE("a per-user directory that is a symbolic link is refused", "[tmpfs-cache][security]")
+{
+	text_cache c;
+	REQUIRE(c.ok);
+	std::string elsewhere = text_dir + "/elsewhere";
+	REQUIRE(mkdir(elsewhere.c_str(), 0700) == 0);
+	REQUIRE(symlink(elsewhere.c_str(), user_dir.c_str()) == 0);
+	refused("link.json", "cannot open the cache directory");
+	DIR *d = opendir(elsewhere.c_str());
+	REQUIRE(d);
+	int files = 0;
+	while (struct dirent *e = readdir(d))
+		files += e->d_name[0] != '.';
+	closedir(d);
+	CHECK(files == 0);
+}
+
+TEST_CASE("a cache mount point that is not root's, or writable by all without the sticky bit, is refused",
+	  "[tmpfs-cache][security]")
+{
+	text_cache c("within_size", "0777");
+	REQUIRE(c.ok);
+	refused("nosticky.json", "not root's tmpfs");
+	REQUIRE(chmod(text_dir.c_str(), 01777) == 0);
+	REQUIRE(chown(text_dir.c_str(), 65534, 65534) == 0);
+	refused("notroot.json", "not root's tmpfs");
+	CHECK(!file_exists(user_dir));
+}
+
+TEST_CASE("a tmpfs cache entry owned by another user is refused", "[tmpfs-cache][security]")
+{
+	text_cache c;
+	REQUIRE(c.ok);
+	CHECK(run_once("fill.json")["cache"] == "miss");
+	REQUIRE(chown(text_cache::entry().c_str(), 65534, 65534) == 0);
+	refused("foreign.json", "another user");
+}
+
+TEST_CASE("a tmpfs cache entry that is a symbolic link is refused", "[tmpfs-cache][security]")
+{
+	text_cache c;
+	REQUIRE(c.ok);
+	CHECK(run_once("fill.json")["cache"] == "miss");
+	std::string entry = text_cache::entry(), moved = user_dir + "/real";
+	REQUIRE(rename(entry.c_str(), moved.c_str()) == 0);
+	REQUIRE(symlink(moved.c_str(), entry.c_str()) == 0);
+	refused("elink.json", "cannot open the cache entry");
+}
+
+TEST_CASE("a truncated tmpfs cache entry is refused", "[tmpfs-cache]")
+{
+	text_cache c;
+	REQUIRE(c.ok);
+	CHECK(run_once("fill.json")["cache"] == "miss");
+	struct stat st;
+	REQUIRE(stat(text_cache::entry().c_str(), &st) == 0);
+	REQUIRE(truncate(text_cache::entry().c_str(), st.st_size - (2 << 20)) == 0);
+	refused("trunc.json", "wrong size");
+}
+
+TEST_CASE("an altered tmpfs cache entry (same size) is refused", "[tmpfs-cache]")
+{
+	text_cache c;
+	REQUIRE(c.ok);
+	CHECK(run_once("fill.json")["cache"] == "miss");
+	std::string entry = text_cache::entry();
+	struct stat before, after;
+	REQUIRE(stat(entry.c_str(), &before) == 0);
+	// The first function's first bytes, as a planted jump would change them.
+	int fd = open(entry.c_str(), O_RDWR);
+	REQUIRE(fd >= 0);
+	unsigned char b[64];
+	REQUIRE(pread(fd, b, sizeof(b), 0) == (ssize_t)sizeof(b));
+	for (auto &x : b)
+		x ^= 0xff;
+	REQUIRE(pwrite(fd, b, sizeof(b), 0) == (ssize_t)sizeof(b));
+	close(fd);
+	REQUIRE(stat(entry.c_str(), &after) == 0);
+	CHECK(after.st_size == before.st_size);
+	refused("altered.json", "differs from the code");
+}
+
+TEST_CASE("on a tmpfs without huge= the entry is not huge: refused, the program runs unmoved",
+	  "[tmpfs-cache]")
+{
+	text_cache c("");
+	REQUIRE(c.ok);
+	for (const char *name : { "nohuge1.json", "nohuge2.json" }) {
+		report_line l = run_once(name);
+		CHECK(l["cache"] == "refused");
+		CHECK(l["cache_error"].find("not on huge pages") != std::string::npos);
+		CHECK(l["status"] != "failed");
+		// Not the cache's pages: either nothing moved, or a private copy.
+		CHECK(l["mode"] != "explicit");
+	}
+}
