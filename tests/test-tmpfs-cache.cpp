@@ -63,9 +63,10 @@ std::string prog() { return build_path("tests/bigtext-nopie"); }
 // The cache's tmpfs, mounted for one test case and gone after it.
 struct text_cache {
 	bool ok;
-	explicit text_cache(const std::string &huge = "within_size", const std::string &mode = "1777")
+	explicit text_cache(const std::string &huge = "within_size", const std::string &mode = "1777",
+			    const std::string &size = "256m")
 	{
-		std::string opts = "size=256m,mode=" + mode + (huge.empty() ? "" : ",huge=" + huge);
+		std::string opts = "size=" + size + ",mode=" + mode + (huge.empty() ? "" : ",huge=" + huge);
 		ok = mount("test-text", text_dir.c_str(), "tmpfs", MS_NOSUID | MS_NODEV, opts.c_str()) == 0;
 	}
 	~text_cache()
@@ -411,4 +412,21 @@ TEST_CASE("on a tmpfs without huge= the entry is not huge: refused, the program 
 		// Not the cache's pages: either nothing moved, or a private copy.
 		CHECK(l["mode"] != "explicit");
 	}
+}
+
+TEST_CASE("a tmpfs cache too small for the entry: the fill is refused, nothing left behind", "[tmpfs-cache]")
+{
+	text_cache c("within_size", "1777", "16m");
+	REQUIRE(c.ok);
+	report_line l = run_once("small.json");
+	CHECK(l["cache"] == "refused");
+	CHECK(l["cache_error"] == "cannot fill the cache entry");
+	CHECK(l["status"] != "failed");
+	DIR *d = opendir(user_dir.c_str());
+	REQUIRE(d);
+	int files = 0;
+	while (struct dirent *e = readdir(d))
+		files += e->d_name[0] != '.';
+	closedir(d);
+	CHECK(files == 0);
 }

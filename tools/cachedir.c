@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "cache.h"
+#include "hugetext.h"
 
 /* --- pure helpers --- */
 
@@ -87,8 +88,15 @@ static int cache_dir(char *out, size_t len)
 	size_t n = hte_pool_sizes(kb, HTE_MAX_SIZES);
 	char mnt[4096] = "";
 
+	struct stat st;
+
 	if (env && *env) {
 		snprintf(out, len, "%s", env);
+		return 0;
+	}
+	/* The set-up's tmpfs cache comes before any hugetlbfs, as in the library. */
+	if (stat(HT_TEXT_CACHE_DIR, &st) == 0 && S_ISDIR(st.st_mode)) {
+		snprintf(out, len, "%s/hugetext-%u", HT_TEXT_CACHE_DIR, (unsigned)geteuid());
 		return 0;
 	}
 	if (hte_each_mount(kb, n, hte_default_kb(), first_2m_mount, mnt) <= 0 || !mnt[0])
@@ -233,7 +241,8 @@ int hte_cache_cmd(int list, int clear)
 	int fd, err, status;
 
 	if (cache_dir(dir, sizeof(dir)) < 0) {
-		printf("no shared text cache: HUGETEXT_SHARE_DIR is unset and no 2 MiB hugetlbfs is mounted\n");
+		printf("no shared text cache: HUGETEXT_SHARE_DIR is unset, no " HT_TEXT_CACHE_DIR
+		       " (hugetext setup) and no 2 MiB hugetlbfs is mounted\n");
 		return HTE_EXIT_OK;
 	}
 	err = open_cache(dir, &fd);

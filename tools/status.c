@@ -11,11 +11,15 @@
 #include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
 #include <unistd.h>
 
+#include "hugetext.h"
 #include "sys.h"
 
 static const char status_usage[] =
@@ -190,6 +194,69 @@ static void read_thp(const char *file, char *out, size_t len)
 	free(buf);
 }
 
+/* Counts the entries of each hugetext-UID directory under the open @fd. */
+static void count_entries(int fd, struct hte_text_cache *c)
+{
+	DIR *d = fdopendir(fd);
+	struct dirent *de;
+
+	if (!d) {
+		close(fd);
+		return;
+	}
+	while ((de = readdir(d))) {
+		struct stat st;
+		int ufd;
+		DIR *u;
+		struct dirent *e;
+
+		if (strncmp(de->d_name, "hugetext-", 9) != 0 ||
+		    fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISDIR(st.st_mode))
+			continue;
+		c->users++;
+		ufd = openat(dirfd(d), de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		u = ufd >= 0 ? fdopendir(ufd) : NULL;
+		if (!u) {
+			if (ufd >= 0)
+				close(ufd);
+			continue;
+		}
+		while ((e = readdir(u))) {
+			size_t len = strlen(e->d_name);
+
+			if (len > 5 && strcmp(e->d_name + len - 5, ".text") == 0 && !strstr(e->d_name, ".tmp.") &&
+			    fstatat(dirfd(u), e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode)) {
+				c->entries++;
+				c->entry_bytes += (uint64_t)st.st_size;
+			}
+		}
+		closedir(u);
+	}
+	closedir(d);
+}
+
+/* The set-up's tmpfs cache, when one of the huge mounts found is it. */
+static void read_text_cache(struct hte_status *st)
+{
+	struct hte_text_cache *c = &st->text_cache;
+	struct statfs sfs;
+	int fd = -1;
+
+	for (size_t i = 0; i < st->nmounts; i++)
+		if (strcmp(st->mounts[i].path, HT_TEXT_CACHE_DIR) == 0 && strcmp(st->mounts[i].type, "tmpfs") == 0)
+			c->mounted = 1;
+	if (!c->mounted)
+		return;
+	fd = open(HT_TEXT_CACHE_DIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	if (fstatfs(fd, &sfs) == 0) {
+		c->size = (uint64_t)sfs.f_blocks * (uint64_t)sfs.f_bsize;
+		c->used = (uint64_t)(sfs.f_blocks - sfs.f_bfree) * (uint64_t)sfs.f_bsize;
+	}
+	count_entries(fd, c);
+}
+
 static int gather(struct hte_status *st)
 {
 	const char *share = getenv("HUGETEXT_SHARE_DIR");
@@ -203,6 +270,7 @@ static int gather(struct hte_status *st)
 	/* The mounts first: they tell which mapped files are the shared cache. */
 	if (read_mounts(st) == -ENOMEM)
 		return -ENOMEM;
+	read_text_cache(st);
 	return read_procs(st);
 }
 

@@ -57,6 +57,14 @@ struct hte_pool_count {
 	long total, free; /* -1: unreadable */
 };
 
+/* The shared text cache's tmpfs at HT_TEXT_CACHE_DIR, as hugetext setup mounts it. */
+struct hte_text_cache {
+	int mounted;            /* 0: nothing mounted there (nothing else is filled) */
+	uint64_t size, used;    /* bytes: the mount's limit, and in use */
+	uint64_t entries, entry_bytes;
+	unsigned users;         /* hugetext-UID directories */
+};
+
 struct hte_status {
 	uint64_t min_code;
 	struct hte_proc *procs;
@@ -69,6 +77,7 @@ struct hte_status {
 	size_t nmounts, cap_mounts;
 	char share_dir[512];   /* $HUGETEXT_SHARE_DIR, or "" */
 	char thp_enabled[32], thp_defrag[32], thp_shmem[32]; /* "" when unreadable */
+	struct hte_text_cache text_cache;
 };
 
 /*

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "hugetext.h"
 #include "maps.h"
 
 static const char *const how_names[HTE_HOW_N] = { "thp", "hugetlb", "page_cache", "shared_cache", "tmpfs" };
@@ -413,6 +414,15 @@ static void text_machine(FILE *f, const struct hte_status *st)
 		else
 			fprintf(f, "  %s  %s, huge=%s\n", m->path, m->type, m->huge);
 	}
+	if (st->text_cache.mounted) {
+		const struct hte_text_cache *c = &st->text_cache;
+		char a[32], b[32], e[32];
+
+		fprintf(f, "Shared text cache: %s  %s used of %s, %" PRIu64 " entr%s (%s), %u user%s\n",
+			HT_TEXT_CACHE_DIR, hte_human(c->used, a, sizeof(a)), hte_human(c->size, b, sizeof(b)),
+			c->entries, c->entries == 1 ? "y" : "ies", hte_human(c->entry_bytes, e, sizeof(e)),
+			c->users, c->users == 1 ? "" : "s");
+	}
 	fprintf(f, "Transparent huge pages: enabled [%s], defrag [%s], shmem_enabled [%s]\n",
 		st->thp_enabled[0] ? st->thp_enabled : "?", st->thp_defrag[0] ? st->thp_defrag : "?",
 		st->thp_shmem[0] ? st->thp_shmem : "?");
@@ -465,7 +475,17 @@ void hte_status_json(FILE *f, const struct hte_status *st)
 	hte_json_str(f, st->thp_defrag);
 	fputs(", \"shmem_enabled\": ", f);
 	hte_json_str(f, st->thp_shmem);
-	fputs("}\n}\n", f);
+	fputc('}', f);
+	if (st->text_cache.mounted) {
+		const struct hte_text_cache *c = &st->text_cache;
+
+		fputs(",\n  \"text_cache\": {\"path\": ", f);
+		hte_json_str(f, HT_TEXT_CACHE_DIR);
+		fprintf(f, ", \"size\": %" PRIu64 ", \"used\": %" PRIu64 ", \"entries\": %" PRIu64
+			", \"entry_bytes\": %" PRIu64 ", \"users\": %u}", c->size, c->used, c->entries,
+			c->entry_bytes, c->users);
+	}
+	fputs("\n}\n", f);
 }
 
 /* A label value in the text exposition format: \, " and newline escaped. */

@@ -212,6 +212,21 @@ TEST_CASE("an empty machine still gives well-formed outputs", "[status][golden]"
 	CHECK(p.find("# TYPE hugetext_pool_pages gauge\n") != std::string::npos);
 }
 
+TEST_CASE("the set-up's tmpfs cache is shown with its size, use and entries only when mounted", "[status][pure]")
+{
+	status_holder h;
+	h.st.min_code = 2u << 20;
+	CHECK(to_string(hte_status_text, h.st).find("Shared text cache") == std::string::npos);
+	CHECK(to_string(hte_status_json, h.st).find("text_cache") == std::string::npos);
+	h.st.text_cache = { 1, 1ull << 30, 40ull << 20, 2, 38ull << 20, 1 };
+	std::string t = to_string(hte_status_text, h.st);
+	CHECK(t.find("Shared text cache: /run/hugetext/text  40.0 MiB used of 1.0 GiB, 2 entries (38.0 MiB), 1 user\n") !=
+	      std::string::npos);
+	std::string j = to_string(hte_status_json, h.st);
+	CHECK(j.find(",\n  \"text_cache\": {\"path\": \"/run/hugetext/text\", \"size\": 1073741824, \"used\": 41943040, "
+		     "\"entries\": 2, \"entry_bytes\": 39845888, \"users\": 1}\n}\n") != std::string::npos);
+}
+
 TEST_CASE("status's usage errors exit 2", "[status][cli]")
 {
 	run_result r = tool({ "status", "--min-code", "lots" });
