@@ -122,6 +122,20 @@ static int open_hugetlbfs_dir(struct ht_region *r)
 	return fd;
 }
 
+/* True when the open directory @fd (of @st) is the root of a file system. */
+static int mount_root(int fd, const struct stat *st)
+{
+	struct stat up;
+	int pfd = ht_sys_openat(fd, "..", O_RDONLY | O_DIRECTORY, 0);
+	int err;
+
+	if (pfd < 0)
+		return 0;
+	err = ht_sys_fstat(pfd, &up);
+	ht_sys_close(pfd);
+	return err == 0 && up.st_dev != st->st_dev;
+}
+
 /*
  * HT_TEXT_CACHE_DIR/hugetext-<uid>.  Where set-up never ran, the one
  * failed open() is all it costs: -ENOENT, nothing said.  The mount point
@@ -147,6 +161,11 @@ static int open_text_dir(struct ht_region *r)
 	    ((st.st_mode & (S_IWGRP | S_IWOTH)) && !(st.st_mode & S_ISVTX))) {
 		ht_sys_close(mfd);
 		return refuse(r, HT_TEXT_CACHE_DIR " is not root's tmpfs (sticky if others may write)", -EPERM);
+	}
+	/* A directory left on /run's own tmpfs is no cache: entries would fill /run. */
+	if (!mount_root(mfd, &st)) {
+		ht_sys_close(mfd);
+		return refuse(r, HT_TEXT_CACHE_DIR " is not a mount of its own (hugetext setup mounts it)", -EPERM);
 	}
 	fd = open_user_dir(mfd, r);
 	ht_sys_close(mfd);

@@ -225,6 +225,11 @@ TEST_CASE("without set-up the default costs one failed open and says nothing", "
 		WARN("strace is missing: the count of system calls is not checked");
 	}
 	REQUIRE(mkdir(text_dir.c_str(), 0755) == 0);
+	// A directory left behind with nothing mounted on it: entries would fill /run.
+	l = run_once("unmounted.json");
+	CHECK(l["cache"] == "refused");
+	CHECK(l["cache_error"].find("not a mount of its own") != std::string::npos);
+	CHECK(!file_exists(user_dir));
 	// HUGETEXT_SHARE=0: not even the open.
 	text_cache c;
 	REQUIRE(c.ok);
