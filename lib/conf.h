@@ -101,7 +101,9 @@ int ht_conf_parse(const char *buf, size_t len, struct ht_conf *out, char *err, s
  * Opens @path (O_NOFOLLOW), checks on the descriptor that it is a regular
  * file owned by root and writable by nobody else, reads it (at most
  * HT_CONF_MAX_BYTES) and parses it.  @err says why when it fails, except
- * for -ENOENT (a missing file is silent).  *@out is cleared on failure.
+ * for -ENOENT (a missing file is silent).  *@out is cleared on failure,
+ * except for -ENOENT, which leaves it untouched (a program without a
+ * policy file pays one open() and no fresh pages).
  * Returns: 0, -ENOENT (absent), -EPERM (owner, mode, not a regular file,
  * a symbolic link), -EFBIG (too long), -EINVAL (a bad line), or another
  * negative errno from open or read.

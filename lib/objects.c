@@ -138,6 +138,33 @@ int ht_objects_list(struct ht_object **objs, size_t *n)
 	return 0;
 }
 
+struct each {
+	int (*fn)(const struct ht_object *o, void *ctx);
+	void *ctx;
+	size_t n;
+};
+
+static int visit(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	struct each *e = arg;
+	struct ht_object o;
+
+	(void)size;
+	memset(&o, 0, sizeof(o));
+	o.name = info->dlpi_name ? info->dlpi_name : "";
+	o.base = info->dlpi_addr;
+	o.is_main = e->n++ == 0;
+	add_segments(&o, info);
+	return e->fn(&o, e->ctx);
+}
+
+int ht_objects_each(int (*fn)(const struct ht_object *o, void *ctx), void *ctx)
+{
+	struct each e = { fn, ctx, 0 };
+
+	return dl_iterate_phdr(visit, &e);
+}
+
 int ht_object_flagged(const struct ht_object *o)
 {
 	for (int i = 0; i < o->nseg; i++)

@@ -41,6 +41,14 @@ int ht_objects_list(struct ht_object **objs, size_t *n);
  */
 int ht_note_build_id(const unsigned char *buf, size_t len, unsigned char *id, size_t max);
 
+/*
+ * Calls @fn for each loaded object, main program first, until it returns
+ * nonzero; the object lives only during the call, its segments unsorted
+ * and without a build-id.  No allocation: the preload's gate for small
+ * programs uses it.  Returns: what the last call of @fn returned, or 0.
+ */
+int ht_objects_each(int (*fn)(const struct ht_object *o, void *ctx), void *ctx);
+
 /* True when any executable segment carries HT_PF_LINUX_HUGETLB. */
 int ht_object_flagged(const struct ht_object *o);
 

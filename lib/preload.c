@@ -106,21 +106,21 @@ static int program_wanted(void)
 	return ok;
 }
 
+static int worth_one(const struct ht_object *o, void *any_library)
+{
+	return ht_policy_worth(&ht_preload_policy, o, 1, *(int *)any_library);
+}
+
 /*
  * Is anything loaded now worth a move?  The loader's object list alone
- * answers, so a small program never pays for reading /proc.
+ * answers, one object at a time and with nothing allocated, so a small
+ * program never pays for reading /proc (or for its first malloc()).
  */
 static int worth_moving_now(void)
 {
-	struct ht_object *objs;
-	size_t n;
-	int worth;
+	int any_library = ht_preload_opt.match != NULL;
 
-	if (ht_objects_list(&objs, &n) < 0)
-		return 1; /* let the run say what failed */
-	worth = ht_policy_worth(&ht_preload_policy, objs, n, ht_preload_opt.match != NULL);
-	free(objs);
-	return worth;
+	return ht_objects_each(worth_one, &any_library) != 0;
 }
 
 /* Says, when a report or verbose is asked, that nothing was worth a move. */

@@ -154,25 +154,40 @@ static int find_loader(const char *file, struct loader *l)
 }
 
 /*
- * A handle of libc from glibc's own dlopen(), found in libc's symbol table
- * by hand: a call by name would reach the preload's dlopen() (or a
- * program's).  dlsym() on that handle searches libc and ld.so only, never
- * the program, and picks the default version as the linker would.  The
- * handle stays open: libc is never unloaded.  A name libc lacks (glibc
- * before 2.33 has no fstat64 symbol), or no libc found at all, keeps the
- * binding the linker gave it.
+ * libc's own functions, looked up by hand in libc's GNU hash table: a
+ * call by name could reach the program's function of that name, and a
+ * dlsym() for each costs a preloaded program about a microsecond apiece
+ * (the lookups were most of what a small program paid for the preload).
+ * The lookup takes the default version, as the linker would.  A name it
+ * misses (an IFUNC, glibc before 2.33's fstat64) is asked of glibc's
+ * dlsym() on a libc handle, which searches libc and ld.so only; a name
+ * libc lacks, or no libc found at all, keeps the binding the linker gave.
  */
+static void *libc_dlsym(struct loader *ld, void **libc, int *tried, const char *sym)
+{
+	if (!*tried) {
+		*tried = 1;
+		if (find_loader("libc.so.6", ld) || find_loader("libdl.so.2", ld))
+			*libc = ld->dlopen("libc.so.6", RTLD_LAZY | RTLD_NOLOAD);
+	}
+	return *libc ? ld->dlsym(*libc, sym) : NULL;
+}
+
 static void resolve_libc(void)
 {
 	struct loader ld = { 0 };
+	struct ht_dynsyms syms;
+	char path[512];
 	void *libc = NULL, *p;
-	int missed = 0;
+	int have = ht_dynsyms_find("libc.so.6", &syms, path, sizeof(path));
+	int tried = 0, missed = 0;
 
-	if (find_loader("libc.so.6", &ld) || find_loader("libdl.so.2", &ld))
-		libc = ld.dlopen("libc.so.6", RTLD_LAZY | RTLD_NOLOAD);
 #define RESOLVE(field, sym) \
-	p = libc ? ld.dlsym(libc, sym) : NULL; \
-	missed |= libc && !p; \
+	p = have ? ht_dynsym_lookup(&syms, sym) : NULL; \
+	if (!p) { \
+		p = libc_dlsym(&ld, &libc, &tried, sym); \
+		missed |= libc && !p; \
+	} \
 	libc_fns.field = p ? (__typeof__(libc_fns.field))p : field;
 	HT_LIBC_FUNCS(RESOLVE)
 #undef RESOLVE

@@ -316,6 +316,14 @@ TEST_CASE("the loader: a missing file is silent", "[conf][load]")
 	auto p = load(temp_path("no-such-conf"));
 	CHECK(p->rc == -ENOENT);
 	CHECK(p->err.empty());
+	// ... and leaves what it was given untouched.
+	ht_conf c;
+	memset(&c, 0x5a, sizeof(c));
+	char err[64] = "x";
+	CHECK(ht_conf_load(temp_path("no-such-conf").c_str(), &c, err, sizeof(err)) == -ENOENT);
+	CHECK(((unsigned char *)&c)[0] == 0x5a);
+	CHECK(((unsigned char *)&c)[sizeof(c) - 1] == 0x5a);
+	CHECK(std::string(err).empty());
 }
 
 TEST_CASE("the loader reads a root-owned file writable by root alone", "[conf][load]")
