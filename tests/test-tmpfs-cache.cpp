@@ -435,3 +435,40 @@ TEST_CASE("a tmpfs cache too small for the entry: the fill is refused, nothing l
 	closedir(d);
 	CHECK(files == 0);
 }
+
+TEST_CASE("each user has a private directory: another user's fill is never root's entry", "[tmpfs-cache][security]")
+{
+	if (!have_program("setpriv")) {
+		WARN("setpriv is missing: not checked");
+		return;
+	}
+	text_cache c;
+	REQUIRE(c.ok);
+	std::string report = "/tmp/hugetext-tmpfs-nobody-" + std::to_string(getpid()) + ".json";
+	unlink(report.c_str());
+	std::vector<std::string> args = { "setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "env" };
+	for (auto &e : env(report))
+		args.push_back(e);
+	args.push_back(prog());
+	run_result r = run_cmd(args);
+	if (r.status == 126 || r.status == 127 || !file_exists(report)) {
+		WARN("user 65534 cannot run the test program here (" << r.err << "): not checked");
+		unlink(report.c_str());
+		return;
+	}
+	CHECK(r.status == 0);
+	CHECK(r.out == run_cmd({ prog() }).out);
+	report_line l = code_line(report);
+	unlink(report.c_str());
+	CHECK(l["cache"] == "miss");
+	struct stat st;
+	std::string theirs = text_dir + "/hugetext-65534";
+	REQUIRE(lstat(theirs.c_str(), &st) == 0);
+	CHECK(S_ISDIR(st.st_mode));
+	CHECK(st.st_uid == 65534);
+	CHECK((st.st_mode & 07777) == 0700);
+	// Root's processes neither see nor use it: a miss in root's own directory.
+	CHECK(!file_exists(user_dir));
+	CHECK(run_once("root-after.json")["cache"] == "miss");
+	CHECK(!text_cache::entry().empty());
+}
