@@ -5,6 +5,7 @@
  * lock.c, select.c, pagecache.c, share.c, verify.c (run.h).
  */
 #include "perfmap.h"
+#include "policy.h"
 #include "run.h"
 #include "sys.h"
 
@@ -206,6 +207,14 @@ static void do_object(struct run *r, const struct ht_object *o)
 
 		if (g)
 			ht_set_outcome(r, g, HT_STATUS_SKIPPED, HT_E_IGNORED, 0);
+		return;
+	}
+	/* A broad match takes small libraries too: none of them can pay. */
+	if (how == WHOLE_OBJECT && ht_object_code_bytes(o) < r->opt->min_code) {
+		struct ht_region *g = ht_new_region(r, path);
+
+		if (g)
+			ht_set_outcome(r, g, HT_STATUS_SKIPPED, HT_E_BELOW_MIN, 0);
 		return;
 	}
 	for (int i = 0; i < o->nseg; i++)

@@ -159,6 +159,7 @@ __attribute__((constructor)) static void ht_preload(void)
 		ht_report_note(&ht_preload_opt, notes);
 	if (policy_note[0])
 		ht_report_note(&ht_preload_opt, policy_note);
+	ht_preload_opt.min_code = ht_preload_policy.min_code;
 	ht_preload_active = ht_preload_opt.mode != HT_MODE_OFF && program_wanted();
 	if (ht_preload_active && ht_preload_opt.match)
 		have_match = ht_regcomp(&match_re, ht_preload_opt.match, REG_EXTENDED | REG_NOSUB) == 0;

@@ -7,6 +7,10 @@
 
 #include "helpers.hpp"
 
+extern "C" {
+#include "hugetext.h"
+}
+
 static const std::string prog() { return build_path("tests/tails-main"); }
 static const std::string lib() { return build_path("tests/libtinytext.so"); }
 
@@ -63,8 +67,14 @@ TEST_CASE("a 2 MiB-aligned library with a few KiB of code is skipped with a reas
 	for (auto &l : run_preload({}, plain))
 		CHECK(l["object"] != lib());
 
-	// Named: skipped, saying why; the program's own code still moves.
-	auto lines = run_preload({ "HUGETEXT_MATCH=." }, plain);
+	// Named: below the preload's minimum of code (4 MiB by default).
+	for (auto &l : run_preload({ "HUGETEXT_MATCH=." }, plain))
+		if (l["object"] == lib())
+			CHECK(l["error"] == ht_error_str(HT_E_BELOW_MIN));
+
+	// Named, with no minimum: skipped by the tails rule, saying why; the
+	// program's own code still moves.
+	auto lines = run_preload({ "HUGETEXT_MATCH=.", "HUGETEXT_MIN_CODE=0" }, plain);
 	int tiny = 0, mine = 0;
 	for (auto &l : lines) {
 		if (l["object"] == lib()) {

@@ -40,6 +40,9 @@ static const char run_usage[] =
 	"                  while main() runs, off the start-up path\n"
 	"  --no-page-cache always copy; neither keep nor make the  HUGETEXT_PAGE_CACHE=0\n"
 	"                  page cache's 2 MiB pages of the code\n"
+	"  --copy WHEN     now, auto or never: when a private copy  HUGETEXT_COPY\n"
+	"                  is made (auto: once the process has run\n"
+	"                  long enough for it to pay; the default)\n"
 	"  -h, --help      show this help\n"
 	"\n"
 	"RE is a POSIX extended regular expression.  An existing LD_PRELOAD is kept;\n"
@@ -146,6 +149,7 @@ static int set_option(int c, const char *arg)
 {
 	enum ht_mode mode;
 	unsigned ms;
+	int copy;
 
 	switch (c) {
 	case 'm':
@@ -172,6 +176,12 @@ static int set_option(int c, const char *arg)
 		return setenv("HUGETEXT_ASYNC", "1", 1);
 	case 'P':
 		return setenv("HUGETEXT_PAGE_CACHE", "0", 1);
+	case 'c':
+		if (ht_parse_copy(arg, &copy) < 0) {
+			hte_error("run", "--copy '%s': not now, auto or never", arg);
+			return -1;
+		}
+		return setenv("HUGETEXT_COPY", arg, 1);
 	case 'b':
 		if (ht_parse_uint(arg, BUDGET_MAX_MS, &ms) < 0) {
 			hte_error("run", "--budget-ms '%s': not a number of milliseconds up to %u", arg, BUDGET_MAX_MS);
@@ -223,6 +233,7 @@ int hte_cmd_run(int argc, char **argv)
 		{ "budget-ms", required_argument, NULL, 'b' },
 		{ "async", no_argument, NULL, 'a' },
 		{ "no-page-cache", no_argument, NULL, 'P' },
+		{ "copy", required_argument, NULL, 'c' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};

@@ -109,6 +109,12 @@ struct ht_options {
 	int copy;
 	/* With HT_COPY_AUTO: process CPU ms before the copy; -1: from its cost. */
 	int copy_after_ms;
+	/*
+	 * Objects (the program or a library) with less code than this are
+	 * left alone, reported as HT_E_BELOW_MIN; segments flagged with
+	 * hugeedit's flag are moved whatever their size.  0: no minimum.
+	 */
+	uint64_t min_code;
 };
 
 /* ht_options.share */

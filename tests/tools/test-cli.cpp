@@ -112,5 +112,5 @@ TEST_CASE("hugetext(1) documents every command and option; hugetext(7) every var
 		at = end;
 		count++;
 	}
-	CHECK(count == 11);
+	CHECK(count == 12);
 }

@@ -42,7 +42,8 @@ std::vector<std::string> env_lines(const std::string &out)
 
 const std::vector<std::string> no_settings = { "HUGETEXT_MODE", "HUGETEXT_MATCH", "HUGETEXT_IGNORE",
 	"HUGETEXT_VERBOSE", "HUGETEXT_REPORT", "HUGETEXT_PERF_MAP", "HUGETEXT_SHARE", "HUGETEXT_SHARE_DIR",
-	"HUGETEXT_BUDGET_MS", "HUGETEXT_FILL", "HUGETEXT_ASYNC", "HUGETEXT_PAGE_CACHE", "LD_PRELOAD" };
+	"HUGETEXT_BUDGET_MS", "HUGETEXT_FILL", "HUGETEXT_ASYNC", "HUGETEXT_PAGE_CACHE", "HUGETEXT_COPY",
+	"HUGETEXT_COPY_AFTER_MS", "LD_PRELOAD" };
 
 // In a sanitizer build the test helpers put the sanitizer runtime first in
 // any LD_PRELOAD they pass on; what run then sees starts with it.
@@ -80,10 +81,11 @@ TEST_CASE("each option sets exactly its variable", "[run]")
 	std::string report = temp_path("r.json");
 	run_result r = tool({ "run", "--mode", "THP", "--match", "libfoo", "--ignore", "^/usr/", "--verbose",
 			      "--report", report, "--perf-map", "--share", "--share-dir", "/dev/hugepages/x",
-			      "--budget-ms", "25", "--async", "--no-page-cache", "--", "env" },
+			      "--budget-ms", "25", "--async", "--no-page-cache", "--copy", "never", "--", "env" },
 			    env);
 	REQUIRE(r.status == 0);
-	std::vector<std::string> want = { "HUGETEXT_ASYNC=1", "HUGETEXT_BUDGET_MS=25", "HUGETEXT_IGNORE=^/usr/", "HUGETEXT_MATCH=libfoo",
+	std::vector<std::string> want = { "HUGETEXT_ASYNC=1", "HUGETEXT_BUDGET_MS=25", "HUGETEXT_COPY=never",
+					  "HUGETEXT_IGNORE=^/usr/", "HUGETEXT_MATCH=libfoo",
 					  "HUGETEXT_MODE=thp", "HUGETEXT_PAGE_CACHE=0", "HUGETEXT_PERF_MAP=1", "HUGETEXT_REPORT=" + report,
 					  "HUGETEXT_SHARE=1", "HUGETEXT_SHARE_DIR=/dev/hugepages/x", "HUGETEXT_VERBOSE=1" };
 	CHECK(env_lines(r.out) == want);
