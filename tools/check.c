@@ -22,7 +22,9 @@ static const char check_usage[] =
 	"       hugetext check [--json] PID\n"
 	"\n"
 	"For an ELF FILE: one row per executable segment with the bytes that can go\n"
-	"onto 2 MiB pages at run time, and the relink flags that would cover the rest.\n"
+	"onto 2 MiB pages at run time, and the relink flags that would cover the rest;\n"
+	"then whether the page cache can map the code huge, or needs 'edit --align'\n"
+	"or a relink for that.\n"
 	"For a PID (an argument made of digits only; write ./123 for a file named 123):\n"
 	"one row per executable mapping with the bytes on huge pages now.\n"
 	"\n"
@@ -50,6 +52,71 @@ static void print_hex(FILE *out, int width, uint64_t v)
 
 	snprintf(buf, sizeof(buf), "0x%llx", (unsigned long long)v);
 	fprintf(out, "%-*s", width, buf);
+}
+
+/* What the page cache needs to map a segment's code with 2 MiB pages. */
+enum page_cache_need {
+	PC_OK,         /* loads at an address congruent with its file offset modulo 2 MiB */
+	PC_SMALL,      /* no whole 2 MiB page of the file inside: nothing to map huge */
+	PC_EDIT_ALIGN, /* congruent, but the load address is only page-aligned: edit --align */
+	PC_RELINK,     /* offset and address differ modulo 2 MiB, or --align refuses the file */
+};
+
+static const char *const page_cache_str[] = { "ok", "small", "edit-align", "relink" };
+
+/*
+ * The kernel maps a 2 MiB page-cache folio with one PMD only where the
+ * address and the file offset agree modulo 2 MiB (and a whole aligned
+ * 2 MiB of the file lies inside the mapping).  @why gets --align's
+ * refusal when that is why a relink is needed.
+ */
+static enum page_cache_need page_cache_need(const struct hte_elf *e, const struct hte_seg *s,
+					    uint64_t load_align, char *why, size_t len)
+{
+	uint64_t first = (s->offset + HTE_HUGE - 1) & ~(HTE_HUGE - 1);
+	uint64_t orig;
+
+	why[0] = '\0';
+	if (first > s->offset + s->filesz || s->offset + s->filesz - first < HTE_HUGE)
+		return PC_SMALL;
+	if ((s->vaddr - s->offset) % HTE_HUGE != 0)
+		return PC_RELINK;
+	if (e->type == ET_EXEC || (load_align >= HTE_HUGE && e->load[0].vaddr % HTE_HUGE == 0))
+		return PC_OK;
+	if (hte_align_check(e, &orig, why, len) < 0)
+		return PC_RELINK;
+	return PC_EDIT_ALIGN;
+}
+
+static void print_page_cache(FILE *out, const char *path, const struct hte_elf *e,
+			     const struct hte_file_cover *c)
+{
+	char why[200];
+
+	for (size_t i = 0; i < c->n; i++) {
+		const struct hte_seg *s = c->segs[i];
+
+		switch (page_cache_need(e, s, c->align, why, sizeof(why))) {
+		case PC_OK:
+		case PC_SMALL:
+			break;
+		case PC_EDIT_ALIGN:
+			fprintf(out, "  Segment %u loads at a multiple of %#llx only, where the page cache cannot map\n"
+				"  its code huge; this makes the loaders put it on a 2 MiB boundary:\n"
+				"    hugetext edit --align %s\n", s->index, (unsigned long long)c->align, path);
+			break;
+		case PC_RELINK:
+			if (why[0])
+				fprintf(out, "  Segment %u loads at a multiple of %#llx only, and edit --align refuses the file\n"
+					"  (%s);\n  relinking with -Wl,-zmax-page-size=0x200000 lets the page cache map it huge.\n",
+					s->index, (unsigned long long)c->align, why);
+			else
+				fprintf(out, "  Segment %u's file offset and address differ modulo 2 MiB, so the page cache\n"
+					"  cannot map its code huge; relinking with -Wl,-zmax-page-size=0x200000 makes\n"
+					"  them agree.\n", s->index);
+			break;
+		}
+	}
 }
 
 void hte_print_file_cover(FILE *out, const char *path, const struct hte_elf *e,
@@ -83,13 +150,14 @@ void hte_print_file_cover(FILE *out, const char *path, const struct hte_elf *e,
 			(unsigned long long)c->align, hte_human(c->best, h1, sizeof(h1)));
 	if (c->covered == c->bytes) {
 		fprintf(out, "  All %s of code can go onto 2 MiB pages.\n", hte_human(c->bytes, h1, sizeof(h1)));
-		return;
+	} else {
+		fprintf(out, "  %s of %s of code can go onto 2 MiB pages (%.1f%%).\n",
+			hte_human(c->covered, h1, sizeof(h1)), hte_human(c->bytes, h2, sizeof(h2)),
+			hte_percent(c->covered, c->bytes));
+		fprintf(out, "  Relinking with %s\n  would cover all %s (%s more).\n", HTE_RELINK_FLAGS,
+			hte_human(c->bytes, h2, sizeof(h2)), hte_human(c->bytes - c->covered, h3, sizeof(h3)));
 	}
-	fprintf(out, "  %s of %s of code can go onto 2 MiB pages (%.1f%%).\n",
-		hte_human(c->covered, h1, sizeof(h1)), hte_human(c->bytes, h2, sizeof(h2)),
-		hte_percent(c->covered, c->bytes));
-	fprintf(out, "  Relinking with %s\n  would cover all %s (%s more).\n", HTE_RELINK_FLAGS,
-		hte_human(c->bytes, h2, sizeof(h2)), hte_human(c->bytes - c->covered, h3, sizeof(h3)));
+	print_page_cache(out, path, e, c);
 }
 
 static int outside(const struct hte_sym *s, const struct hte_cover *v)
@@ -197,6 +265,12 @@ static void print_file_json(FILE *out, const struct hte_file *f, const struct ht
 			(unsigned long long)v->covered, (unsigned long long)v->best, v->exact ? "true" : "false",
 			(unsigned long long)v->span_start, (unsigned long long)v->span_end,
 			s->flags & HTE_PF_HUGETLB ? "true" : "false", (unsigned long long)v->bytes);
+		{
+			char why[200];
+
+			fputs(", \"page_cache\": ", out);
+			hte_json_str(out, page_cache_str[page_cache_need(&f->elf, s, c->align, why, sizeof(why))]);
+		}
 		if (tabs) {
 			fputs(", \"outside_functions\": [", out);
 			print_outside(out, &tabs[i], s, v, 1);

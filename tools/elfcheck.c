@@ -155,6 +155,7 @@ static enum hte_error check_load(const GElf_Phdr *ph, unsigned i, size_t len, st
 static enum hte_error read_segments(Elf *elf, size_t len, struct hte_elf *e)
 {
 	size_t flags_field = e->elfclass == 64 ? offsetof(Elf64_Phdr, p_flags) : offsetof(Elf32_Phdr, p_flags);
+	size_t align_field = e->elfclass == 64 ? offsetof(Elf64_Phdr, p_align) : offsetof(Elf32_Phdr, p_align);
 	enum hte_error err;
 	GElf_Phdr ph;
 
@@ -180,6 +181,7 @@ static enum hte_error read_segments(Elf *elf, size_t len, struct hte_elf *e)
 		s->memsz = ph.p_memsz;
 		s->align = ph.p_align;
 		s->flags_at = e->phoff + i * e->phentsize + flags_field;
+		s->align_at = e->phoff + i * e->phentsize + align_field;
 		e->nload++;
 	}
 	return HTE_OK;
@@ -238,6 +240,7 @@ uint32_t hte_edit_flags(const struct hte_seg *s, unsigned opts)
 {
 	uint32_t f = s->flags;
 
+	opts &= HTE_EDIT_TEXT | HTE_EDIT_DATA | HTE_EDIT_DISABLE;
 	if (!opts)
 		return f;
 	f &= ~HTE_PF_HUGETLB;
@@ -259,6 +262,213 @@ void hte_put32(unsigned char *p, uint32_t v, int msb)
 		p[msb ? 3 - i : i] = (unsigned char)(v >> (8 * i));
 }
 
+uint64_t hte_get64(const unsigned char *p, int msb)
+{
+	uint64_t v = 0;
+
+	for (int i = 0; i < 8; i++)
+		v |= (uint64_t)p[msb ? 7 - i : i] << (8 * i);
+	return v;
+}
+
+void hte_put64(unsigned char *p, uint64_t v, int msb)
+{
+	for (int i = 0; i < 8; i++)
+		p[msb ? 7 - i : i] = (unsigned char)(v >> (8 * i));
+}
+
+/* Widens [*first, *end) to cover [at, at + n). */
+static void note_change(long changed, size_t at, size_t n, size_t *first, size_t *end)
+{
+	if (!changed || at < *first)
+		*first = at;
+	if (at + n > *end)
+		*end = at + n;
+}
+
+/* --- edit --align --- */
+
+static int is_pow2(uint64_t v)
+{
+	return v && !(v & (v - 1));
+}
+
+/* p_align values that already put the load address on a 2 MiB boundary. */
+static int aligns_huge(uint64_t a)
+{
+	return is_pow2(a) && a >= HTE_ALIGN_HUGE;
+}
+
+enum hte_align_seg hte_align_segment(const struct hte_seg *s)
+{
+	if (s->type != PT_LOAD || !(s->flags & PF_X))
+		return HTE_ALIGN_KEEP;
+	if ((s->vaddr - s->offset) % HTE_ALIGN_HUGE != 0)
+		return HTE_ALIGN_INCONGRUENT;
+	return aligns_huge(s->align) ? HTE_ALIGN_DONE : HTE_ALIGN_RAISE;
+}
+
+static int machine_has_2m_pages(unsigned machine)
+{
+	/* With 4 KiB base pages, a PMD maps 2 MiB on these. */
+	return machine == EM_X86_64 || machine == EM_AARCH64 || machine == EM_RISCV;
+}
+
+/*
+ * Where --disable finds the original p_align.  Only p_align bytes may
+ * change, so it cannot be stored anywhere else in the file (p_paddr, a
+ * note or padding would be other bytes), and p_align itself must stay a
+ * plain power of two for the loaders.  Linkers give every PT_LOAD entry
+ * the same p_align (the max-page-size), so --align accepts only files
+ * whose segments share one value besides 2 MiB, raises executable ones
+ * only, and only when at least one other segment (the data, or the
+ * headers' r-- segment) keeps the shared value.  --disable reads it back
+ * from those and puts it on the executable segments that have 2 MiB:
+ * byte for byte the file as it was.
+ */
+static int shared_align(const struct hte_elf *e, uint64_t *orig, char *why, size_t len)
+{
+	uint64_t a = HTE_ALIGN_HUGE;
+	int found = 0;
+
+	for (size_t i = 0; i < e->nload; i++) {
+		uint64_t v = e->load[i].align;
+
+		if (v == HTE_ALIGN_HUGE || (found && v == a))
+			continue;
+		if (found) {
+			snprintf(why, len, "loadable segments have different p_align (%#llx, %#llx): "
+				 "--disable could not tell the original back", (unsigned long long)a,
+				 (unsigned long long)v);
+			return -1;
+		}
+		if (v > 1 && !is_pow2(v)) {
+			snprintf(why, len, "segment %u: p_align %#llx is not a power of two", e->load[i].index,
+				 (unsigned long long)v);
+			return -1;
+		}
+		a = v;
+		found = 1;
+	}
+	*orig = a;
+	if (!found)
+		return 0;
+	for (size_t i = 0; i < e->nload; i++)
+		if (e->load[i].align == a && hte_align_segment(&e->load[i]) != HTE_ALIGN_RAISE)
+			return 0;
+	snprintf(why, len, "every loadable segment would get p_align 2 MiB: --disable could not tell the "
+		 "original (%#llx) back", (unsigned long long)a);
+	return -1;
+}
+
+/* The layout ld.so and the kernel assume; a file breaking it is left alone. */
+static int loadable_layout(const struct hte_elf *e, char *why, size_t len)
+{
+	for (size_t i = 0; i < e->nload; i++) {
+		const struct hte_seg *s = &e->load[i], *p = i ? &e->load[i - 1] : NULL;
+
+		if ((s->vaddr - s->offset) % 4096 != 0) {
+			snprintf(why, len, "segment %u: offset %#llx and address %#llx differ modulo 4 KiB, "
+				 "which no loader accepts", s->index, (unsigned long long)s->offset,
+				 (unsigned long long)s->vaddr);
+			return -1;
+		}
+		if (p && s->vaddr < p->vaddr + p->memsz) {
+			snprintf(why, len, "segment %u (at %#llx) overlaps or comes before segment %u "
+				 "(%#llx-%#llx): loaders need ascending, disjoint segments", s->index,
+				 (unsigned long long)s->vaddr, p->index, (unsigned long long)p->vaddr,
+				 (unsigned long long)(p->vaddr + p->memsz));
+			return -1;
+		}
+	}
+	return 0;
+}
+
+int hte_align_check(const struct hte_elf *e, uint64_t *orig, char *why, size_t len)
+{
+	*orig = 0;
+	if (e->elfclass != 64) {
+		snprintf(why, len, "ELF%d: --align is for 64-bit files only", e->elfclass);
+		return -1;
+	}
+	if (!machine_has_2m_pages(e->machine)) {
+		snprintf(why, len, "machine %u: --align knows 2 MiB huge pages on x86-64, AArch64 and RISC-V only",
+			 e->machine);
+		return -1;
+	}
+	if (e->type == ET_EXEC) {
+		snprintf(why, len, "an executable at fixed addresses loads where it was linked: p_align "
+			 "cannot move it (relink as position-independent, or with -Wl,-zmax-page-size=0x200000)");
+		return -1;
+	}
+	if (e->type != ET_DYN) {
+		snprintf(why, len, "not a position-independent executable or shared library");
+		return -1;
+	}
+	if (e->nload == 0) {
+		snprintf(why, len, "no loadable segment");
+		return -1;
+	}
+	if (loadable_layout(e, why, len) < 0)
+		return -1;
+	/*
+	 * glibc maps the first segment at a multiple of the largest p_align
+	 * and the kernel puts its address there too, so the file's base is a
+	 * multiple of 2 MiB only when that segment's address is.
+	 */
+	if (e->load[0].vaddr % HTE_ALIGN_HUGE != 0) {
+		snprintf(why, len, "the first loadable segment starts at %#llx, not on a 2 MiB boundary: "
+			 "the loaders align that address, so the code would still not load at its file "
+			 "offset modulo 2 MiB", (unsigned long long)e->load[0].vaddr);
+		return -1;
+	}
+	return shared_align(e, orig, why, len);
+}
+
+int hte_align_loads_huge(const struct hte_elf *e)
+{
+	for (size_t i = 0; i < e->nload; i++)
+		if (aligns_huge(e->load[i].align))
+			return 1;
+	return 0;
+}
+
+uint64_t hte_align_value(const struct hte_elf *e, size_t i, int undo, uint64_t orig)
+{
+	const struct hte_seg *s = &e->load[i];
+	enum hte_align_seg v = hte_align_segment(s);
+
+	if (!undo)
+		return v == HTE_ALIGN_RAISE && !hte_align_loads_huge(e) ? HTE_ALIGN_HUGE : s->align;
+	if (v == HTE_ALIGN_DONE && s->align == HTE_ALIGN_HUGE && orig < HTE_ALIGN_HUGE)
+		return orig;
+	return s->align;
+}
+
+static long align_table(const struct hte_elf *e, unsigned opts, unsigned char *table, size_t *first,
+			size_t *end)
+{
+	char why[200];
+	uint64_t orig;
+	long changed = 0;
+
+	if ((opts & ~(unsigned)(HTE_EDIT_ALIGN | HTE_EDIT_UNALIGN)) != 0 ||
+	    hte_align_check(e, &orig, why, sizeof(why)) < 0)
+		return -1;
+	for (size_t i = 0; i < e->nload; i++) {
+		const struct hte_seg *s = &e->load[i];
+		size_t at = (size_t)(s->align_at - e->phoff);
+		uint64_t want = hte_align_value(e, i, (opts & HTE_EDIT_UNALIGN) != 0, orig);
+
+		if (want == hte_get64(table + at, e->msb))
+			continue;
+		hte_put64(table + at, want, e->msb);
+		note_change(changed, at, 8, first, end);
+		changed++;
+	}
+	return changed;
+}
+
 long hte_edit_table(const struct hte_elf *e, unsigned opts, unsigned char *table,
 		    size_t len, size_t *first, size_t *end)
 {
@@ -267,6 +477,8 @@ long hte_edit_table(const struct hte_elf *e, unsigned opts, unsigned char *table
 	*first = *end = 0;
 	if (len != e->phnum * e->phentsize)
 		return -1;
+	if (opts & (HTE_EDIT_ALIGN | HTE_EDIT_UNALIGN))
+		return align_table(e, opts, table, first, end);
 	for (size_t i = 0; i < e->nload; i++) {
 		const struct hte_seg *s = &e->load[i];
 		size_t at = (size_t)(s->flags_at - e->phoff);
@@ -275,10 +487,7 @@ long hte_edit_table(const struct hte_elf *e, unsigned opts, unsigned char *table
 		if (want == hte_get32(table + at, e->msb))
 			continue;
 		hte_put32(table + at, want, e->msb);
-		if (!changed || at < *first)
-			*first = at;
-		if (at + 4 > *end)
-			*end = at + 4;
+		note_change(changed, at, 4, first, end);
 		changed++;
 	}
 	return changed;

@@ -47,6 +47,7 @@ struct hte_seg {
 	uint32_t flags;    /* p_flags */
 	uint64_t offset, vaddr, filesz, memsz, align;
 	uint64_t flags_at; /* file offset of this entry's p_flags field */
+	uint64_t align_at; /* file offset of this entry's p_align field */
 };
 
 struct hte_elf {
@@ -90,6 +91,8 @@ enum hte_edit {
 	HTE_EDIT_TEXT = 1,    /* text segments default to huge pages */
 	HTE_EDIT_DATA = 2,    /* data segments default to huge pages */
 	HTE_EDIT_DISABLE = 4, /* no segment defaults to huge pages */
+	HTE_EDIT_ALIGN = 8,   /* code loads on a 2 MiB boundary (p_align, see below) */
+	HTE_EDIT_UNALIGN = 16 /* puts back the p_align HTE_EDIT_ALIGN raised */
 };
 
 /*
@@ -111,18 +114,70 @@ uint32_t hte_edit_flags(const struct hte_seg *s, unsigned opts);
  * Applies @opts to the program header table of @e.  @table holds the
  * table's bytes as in the file (e->phnum * e->phentsize bytes from
  * e->phoff); only p_flags fields of PT_LOAD entries change, written in the
- * file's byte order.  *@first and *@end receive the smallest range of
- * @table that changed (both 0 when nothing did).
+ * file's byte order.  With HTE_EDIT_ALIGN or HTE_EDIT_UNALIGN (alone) only
+ * p_align fields change, as hte_align_value() says.  *@first and *@end
+ * receive the smallest range of @table that changed (both 0 when nothing
+ * did).
  *
  * Returns: the number of entries changed, or -1 when @len is not the
- * table's size.
+ * table's size or, for the alignment, hte_align_check() refuses the file.
  */
 long hte_edit_table(const struct hte_elf *e, unsigned opts, unsigned char *table,
 		    size_t len, size_t *first, size_t *end);
 
-/* Bytes of a p_flags field at @p in the given byte order. */
+/* Bytes of a p_flags (32-bit) or p_align (64-bit) field at @p in the given byte order. */
 uint32_t hte_get32(const unsigned char *p, int msb);
 void hte_put32(unsigned char *p, uint32_t v, int msb);
+uint64_t hte_get64(const unsigned char *p, int msb);
+void hte_put64(unsigned char *p, uint64_t v, int msb);
+
+/* --- edit --align: a load address that lets the page cache map code huge ---
+ *
+ * The page cache's 2 MiB folios map with one PMD only where a segment's
+ * address agrees with its file offset modulo 2 MiB.  The kernel (PIE
+ * programs, 5.10+) and ld.so (glibc 2.35+) load a position-independent file
+ * at a multiple of its largest PT_LOAD p_align, so raising one executable
+ * segment's p_align to 2 MiB fixes the whole file's base to a 2 MiB
+ * boundary; the other segments keep theirs.
+ */
+#define HTE_ALIGN_HUGE 0x200000ULL
+
+/* What --align does with one PT_LOAD entry. */
+enum hte_align_seg {
+	HTE_ALIGN_KEEP,       /* not executable: keeps its p_align */
+	HTE_ALIGN_RAISE,      /* executable, offset and address agree modulo 2 MiB: p_align becomes 2 MiB */
+	HTE_ALIGN_DONE,       /* the same, with p_align already 2 MiB (or a larger power of two) */
+	HTE_ALIGN_INCONGRUENT /* executable, offset and address differ modulo 2 MiB: left alone */
+};
+enum hte_align_seg hte_align_segment(const struct hte_seg *s);
+
+/*
+ * Whether --align (or --align --disable) may change @e: a 64-bit
+ * position-independent file of a machine with 2 MiB huge pages, whose
+ * PT_LOAD entries every loader accepts (offset and address agree modulo
+ * 4 KiB; ascending, disjoint addresses), whose first segment starts on a
+ * 2 MiB boundary (the loaders align that address), and whose segments
+ * share one p_align besides 2 MiB (the value --disable puts back).
+ *
+ * Returns: 0 with *@orig = that shared p_align (HTE_ALIGN_HUGE when every
+ * segment has 2 MiB), or -1 with the reason in @why.
+ */
+int hte_align_check(const struct hte_elf *e, uint64_t *orig, char *why, size_t len);
+
+/*
+ * True when some PT_LOAD of @e already has a power-of-two p_align of at
+ * least 2 MiB: the loaders then put the file on a 2 MiB boundary, and
+ * --align changes nothing.  (So every 2 MiB that --align writes is one
+ * --disable may take back: the round trip is exact.)
+ */
+int hte_align_loads_huge(const struct hte_elf *e);
+
+/*
+ * The p_align load[@i] of @e gets: 2 MiB for HTE_ALIGN_RAISE segments of a
+ * file that does not load on a 2 MiB boundary already; with @undo, @orig
+ * for executable segments with 2 MiB (when @orig is below it); else its own.
+ */
+uint64_t hte_align_value(const struct hte_elf *e, size_t i, int undo, uint64_t orig);
 
 #ifdef __cplusplus
 }

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * ELF files on disk: open, map, check, and the in-place edit of p_flags.
+ * ELF files on disk: open, map, check, and the in-place edit of p_flags
+ * (or, for edit --align, of p_align).
  * The checks themselves are the pure ones of elfcheck.c.
  */
 #include "tool.h"
@@ -175,6 +176,8 @@ long hte_file_edit(struct hte_file *f, unsigned opts, const char *cmd)
 	memcpy(orig, f->map + e->phoff, tlen);
 	memcpy(table, orig, tlen);
 	changed = hte_edit_table(e, opts, table, tlen, &first, &end);
+	if (changed < 0)
+		hte_error(cmd, "%s: the program headers do not allow this edit, left alone", f->path);
 	if (changed <= 0) {
 		free(table);
 		return changed;
@@ -188,6 +191,21 @@ long hte_file_edit(struct hte_file *f, unsigned opts, const char *cmd)
 	free(table);
 	if (err < 0)
 		return -1;
+	if (opts & (HTE_EDIT_ALIGN | HTE_EDIT_UNALIGN)) {
+		uint64_t *want = calloc(e->nload ? e->nload : 1, sizeof(*want));
+		uint64_t shared;
+		char why[200];
+
+		/* The values just written: all computed from the headers as they were, then stored. */
+		if (want && hte_align_check(e, &shared, why, sizeof(why)) == 0) {
+			for (size_t i = 0; i < e->nload; i++)
+				want[i] = hte_align_value(e, i, (opts & HTE_EDIT_UNALIGN) != 0, shared);
+			for (size_t i = 0; i < e->nload; i++)
+				e->load[i].align = want[i];
+		}
+		free(want);
+		return changed;
+	}
 	for (size_t i = 0; i < e->nload; i++)
 		e->load[i].flags = hte_edit_flags(&e->load[i], opts);
 	return changed;

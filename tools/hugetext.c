@@ -31,6 +31,8 @@ static void usage(FILE *f)
 	      "commands:\n"
 	      "  edit [--text] [--data] [--disable] FILE...\n"
 	      "        show or set libhugetlbfs's huge page flag of ELF segments (hugeedit)\n"
+	      "  edit --align [--disable] FILE...\n"
+	      "        p_align 2 MiB on code, so that it loads where the page cache maps it huge\n"
 	      "  check [--json] [--symbols] FILE | PID\n"
 	      "        how much of a file's code can go onto huge pages; how much of a\n"
 	      "        process's code is on them\n"
