@@ -300,8 +300,11 @@ int ht_remap_new(const struct ht_options *opt, const char *dso_bre,
 		 const struct ht_object *known, size_t nknown,
 		 struct ht_region *regions, size_t max, size_t *count)
 {
-	struct run r = { .opt = opt, .t0 = ht_now_ms(), .known = known, .nknown = nknown };
+	struct run r = { .opt = opt, .known = known, .nknown = nknown };
 	int err;
+
+	/* The preload's start-up run: its budget counts from the constructor's start. */
+	r.t0 = ht_budget_origin_ms > 0 ? ht_budget_origin_ms : ht_now_ms();
 
 	if (count)
 		*count = 0;

@@ -118,6 +118,13 @@ struct ht_object;
 int ht_remap_new(const struct ht_options *opt, const char *dso_bre,
 		 const struct ht_object *known, size_t nknown,
 		 struct ht_region *regions, size_t max, size_t *count);
+/*
+ * When above 0: the time (ht_now_ms) the budget of the next whole-program
+ * run counts from.  The preload sets it to its constructor's start, so
+ * that HUGETEXT_BUDGET_MS holds all of the library's time, not only the
+ * run's.
+ */
+extern double ht_budget_origin_ms;
 struct ht_seg_query;
 /*
  * With ht_options.copy auto: takes a span that only a private copy can

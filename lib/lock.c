@@ -10,6 +10,7 @@ pthread_mutex_t ht_lock = PTHREAD_MUTEX_INITIALIZER;
 int ht_forked_child;
 __thread int ht_in_background;
 int (*ht_defer_copy)(const struct ht_options *, const struct ht_seg_query *, size_t);
+double ht_budget_origin_ms;
 static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
 
 /*

@@ -144,6 +144,7 @@ __attribute__((constructor)) static void ht_preload(void)
 {
 	char notes[512], policy_note[300];
 	int saved = errno;
+	double t0 = ht_now_ms();
 
 	ht_options_init(&ht_preload_opt);
 	/* A program nobody asked about copies only where the copy pays. */
@@ -168,8 +169,11 @@ __attribute__((constructor)) static void ht_preload(void)
 	if (ht_preload_active && worth_moving_now()) {
 		if (ht_preload_policy.async || ht_preload_opt.copy == HT_COPY_AUTO)
 			absolute_report_path();
-		if (!ht_preload_policy.async || ht_background_start(&ht_preload_opt) < 0)
+		if (!ht_preload_policy.async || ht_background_start(&ht_preload_opt) < 0) {
+			ht_budget_origin_ms = t0;
 			ht_remap(&ht_preload_opt, NULL, 0, NULL);
+			ht_budget_origin_ms = 0;
+		}
 		ht_background_kick();
 	} else if (ht_preload_active) {
 		report_not_worth();

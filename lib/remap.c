@@ -197,13 +197,19 @@ static ssize_t fill_copy(const struct ht_options *opt, enum ht_mode mode, struct
 		return fill_in_two(&p, &hi) < 0 ? p.err < 0 ? p.err : hi.err : (ssize_t)len;
 	}
 	while (at < len) {
+		double t = src->deadline_ms ? ht_now_ms() : 0, now;
+
 		p.from = at;
 		p.to = src->deadline_ms ? at + HT_HUGE_PAGE_SIZE : len;
 		fill_piece(&p);
 		if (p.err < 0)
 			return p.err;
 		at = p.to;
-		if (src->deadline_ms && at < len && ht_now_ms() >= src->deadline_ms)
+		if (!src->deadline_ms || at >= len)
+			continue;
+		/* Stop before a piece that would end past the deadline, not after it. */
+		now = ht_now_ms();
+		if (now + (now - t) >= src->deadline_ms)
 			break;
 	}
 	return (ssize_t)at;

@@ -10,6 +10,7 @@
 
 extern "C" {
 #include "hugetext.h"
+#include "internal.h"
 #include "sys.h"
 }
 
@@ -66,6 +67,30 @@ TEST_CASE("a budget already spent skips the remaining regions", "[budget]")
 	CHECK(bigtext_sum(5) == expected_sum);
 }
 
+TEST_CASE("the budget counts from the preload's start, not the run's", "[budget]")
+{
+	sys_guard g;
+	ht_sys.clock_ms = slow_clock;
+	struct ht_options opt;
+	ht_options_init(&opt);
+	opt.page_cache = 0;
+	opt.budget_ms = 50;
+	struct ht_region regs[4];
+	size_t n = 0;
+
+	// The constructor started 60 ms before the run: the budget is spent.
+	fake_now = 1000;
+	ht_budget_origin_ms = slow_clock() - 60;
+	CHECK(ht_remap(&opt, regs, 4, &n) == 0);
+	ht_budget_origin_ms = 0;
+	REQUIRE(n >= 1);
+	for (size_t i = 0; i < n && i < 4; i++) {
+		CHECK(regs[i].status == HT_STATUS_SKIPPED);
+		CHECK(regs[i].error == HT_E_BUDGET);
+	}
+	CHECK(bigtext_sum(5) == expected_sum);
+}
+
 TEST_CASE("the time budget stops the work after whole 2 MiB pieces", "[budget]")
 {
 	sys_guard g;
@@ -80,3 +105,19 @@ TEST_CASE("the time budget stops the work after whole 2 MiB pieces", "[budget]")
 	CHECK(bigtext_sum(5) == expected_sum);
 }
 
+TEST_CASE("the fill stops before a 2 MiB piece that would end past the deadline", "[budget]")
+{
+	sys_guard g;
+	// Last: the code may be partly moved by now, which the range API
+	// copies again.  Each read of the clock moves it 4 ms: a piece takes 4 ms.  With 15 ms
+	// from the fill's start, a check after the first piece (at 8 ms) sees
+	// that a second would end at 16 ms and stops there.
+	ht_sys.clock_ms = slow_clock;
+	fake_now = 0;
+	struct ht_region r = move(HT_MODE_THP, 15);
+
+	REQUIRE(r.status == HT_STATUS_OK);
+	CHECK(r.error == HT_E_BUDGET);
+	CHECK(r.huge_bytes == (2u << 20));
+	CHECK(bigtext_sum(5) == expected_sum);
+}
