@@ -37,6 +37,7 @@ def main():
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--share-dir", default="")
     ap.add_argument("--htlb-dir", default="")
+    ap.add_argument("--text-cache-dir", default="", help="a tmpfs mounted huge=within_size")
     ap.add_argument("--only", default="", help="comma list: remap,startup,itlb,memory,real,small,clang")
     ap.parse_args(namespace=ARGS)
     ARGS.preload = os.path.abspath(ARGS.preload)

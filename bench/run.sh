@@ -65,13 +65,14 @@ if [ $REPORT_ONLY = 0 ]; then
 	OLD_POOL=$(cat $POOL_FILE)
 	SHARE_DIR=$(mktemp -d /tmp/hugetext-bench-share.XXXXXX)
 	HTLB_DIR=$(mktemp -d /tmp/hugetext-bench-htlb.XXXXXX)
+	TEXT_DIR=$(mktemp -d /tmp/hugetext-bench-text.XXXXXX)
 	cleanup() {
-		for d in "$SHARE_DIR" "$HTLB_DIR"; do
+		for d in "$SHARE_DIR" "$HTLB_DIR" "$TEXT_DIR"; do
 			mountpoint -q "$d" && umount "$d"
 			rmdir "$d" 2>/dev/null || true
 		done
 		echo "$OLD_POOL" >$POOL_FILE || true
-		echo "restored vm.nr_hugepages=$(cat $POOL_FILE), unmounted hugetlbfs"
+		echo "restored vm.nr_hugepages=$(cat $POOL_FILE), unmounted hugetlbfs and tmpfs"
 	}
 	trap cleanup EXIT
 	trap 'exit 130' INT TERM
@@ -84,12 +85,18 @@ if [ $REPORT_ONLY = 0 ]; then
 	if mount -t hugetlbfs -o pagesize=2M none "$HTLB_DIR" 2>/dev/null; then
 		htlb_arg=(--htlb-dir "$HTLB_DIR")
 	fi
+	# The shared cache without a reserved pool, as hugetext setup mounts it.
+	text_arg=()
+	if mount -t tmpfs -o huge=within_size,size=2G,mode=0700 none "$TEXT_DIR" 2>/dev/null; then
+		text_arg=(--text-cache-dir "$TEXT_DIR")
+	fi
 
 	say "measure"
 	/usr/bin/python3 bench/measure.py --bin "$BUILD/bench" \
 		--preload "$BUILD/lib/libhugetext-preload.so" --out "$RESULTS" \
 		${MODE[@]+"${MODE[@]}"} ${ONLY:+--only "$ONLY"} \
-		${share_arg[@]+"${share_arg[@]}"} ${htlb_arg[@]+"${htlb_arg[@]}"}
+		${share_arg[@]+"${share_arg[@]}"} ${htlb_arg[@]+"${htlb_arg[@]}"} \
+		${text_arg[@]+"${text_arg[@]}"}
 
 	# Full runs are kept, so that the report can show how figures move between runs.
 	if [ ${#MODE[@]} = 0 ] && [ -z "$ONLY" ] && [ -f "$RESULTS" ]; then

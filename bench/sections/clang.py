@@ -11,9 +11,14 @@ state:
   cold    its libraries' page cache kept in 4 KiB pages: plain, the copy
           path, explicit pages, the shared cache
   first   page cache made small before each run: the default settings'
-          first start (copies the code, reads it back as 2 MiB pages)
-  steady  read back as 2 MiB pages by an untimed start before each run:
-          the default settings' steady state (keeps the kernel's pages)
+          start with no set-up (HUGETEXT_COPY=auto: nothing copied, the
+          copy deferred past clang's end), and the first start that copies
+          now and reads the code back as 2 MiB pages (HUGETEXT_COPY=now)
+  steady  read back as 2 MiB pages before each run (what `hugetext setup`'s
+          warm key or a first start does): the default settings' steady
+          state (keeps the kernel's pages)
+The shared caches run on the cold tree: hugetlbfs (a reserved pool), and a
+tmpfs mounted huge=within_size (what `hugetext setup` mounts).
 
 Every run's report must show what its row claims, or the run is invalid.
 """
@@ -21,7 +26,7 @@ import os
 import shlex
 import shutil
 
-from .common import ARGS, ensure_pool, exec_bytes, interleave, log, run, sh, small_page_cache
+from .common import ARGS, DEFAULTS, ensure_pool, exec_bytes, interleave, log, run, sh, small_page_cache
 
 LLVM = "/usr/lib/llvm-14"
 CLANGXX = "clang++-14"
@@ -34,14 +39,18 @@ HEADERS = [
     "llvm/Transforms/Utils/Cloning.h", "llvm/Support/CommandLine.h", "llvm/ADT/DenseMap.h",
     "llvm/ADT/SmallVector.h", "llvm/ADT/StringMap.h",
 ]
-# (tree, settings, preload, what the report must show); None settings: the defaults.
+# (tree, settings, preload); a setting None: the default (no variable).
+# bench's run() sets HUGETEXT_PAGE_CACHE=0 and HUGETEXT_COPY=now for every
+# preloaded run unless the row asks for the default.
 ROWS = {
     "plain": ("cold", None, False),
+    "auto": ("first", DEFAULTS, True),
     "first": ("first", {"HUGETEXT_PAGE_CACHE": None}, True),
-    "steady": ("steady", {"HUGETEXT_PAGE_CACHE": None}, True),
+    "steady": ("steady", DEFAULTS, True),
     "copy": ("cold", {"HUGETEXT_MODE": "thp", "HUGETEXT_PAGE_CACHE": "0"}, True),
     "explicit": ("cold", {"HUGETEXT_MODE": "explicit", "HUGETEXT_PAGE_CACHE": "0"}, True),
     "share": ("cold", {"HUGETEXT_SHARE": "1", "HUGETEXT_PAGE_CACHE": "0"}, True),
+    "tmpfs": ("cold", {"HUGETEXT_SHARE": "1", "HUGETEXT_PAGE_CACHE": "0"}, True),
 }
 POOL = 200  # 2 MiB pages: the explicit copy (about 75) and the shared cache's (as many)
 
@@ -105,6 +114,8 @@ def claim_problem(k, d):
     failed = [s for s in d["status"] if s.startswith("failed")]
     if failed:
         return failed[0]
+    if k == "auto" and not (d["copied"] == 0 and any("deferred" in s for s in d["status"])):
+        return f"default start: copied {d['copied']} bytes ({', '.join(d['status'])}); must defer, copy nothing"
     if k == "first" and not (d["copied"] > 0 and d["warmed"] > 0):
         return f"first start: copied {d['copied']} bytes, read back {d['warmed']} (both must be > 0)"
     if k == "steady" and not (d["kept"] > 0 and d["copied"] == 0):
@@ -115,7 +126,7 @@ def claim_problem(k, d):
         return f"copy path: mode {sorted(d['mode'])}, not thp"
     if k == "explicit" and d["mode"] != {"explicit"}:
         return f"explicit pages: mode {sorted(d['mode'])}"
-    if k == "share" and d["cache"] != {"hit"}:
+    if k in ("share", "tmpfs") and d["cache"] != {"hit"}:
         return f"shared cache: {sorted(d['cache']) or 'no cache key'}, not hit"
     return None
 
@@ -171,6 +182,7 @@ def clang():
            "cc1": [os.path.basename(cc1[0])] + cc1[1:], "match": MATCH,
            "code_mib": round(sum(exec_bytes(p) for p in trees["cold"]) / 1048576, 1)}
     share = {"HUGETEXT_SHARE_DIR": ARGS.share_dir} if ARGS.share_dir else None
+    tmpfs = {"HUGETEXT_SHARE_DIR": ARGS.text_cache_dir} if ARGS.text_cache_dir else None
 
     def argv(k):
         return [os.path.join(work, ROWS[k][0], "bin", "clang")] + cc1[1:]
@@ -181,11 +193,13 @@ def clang():
             s["HUGETEXT_MATCH"] = MATCH
         if k == "share":
             s.update(share or {})
+        if k == "tmpfs":
+            s.update(tmpfs or {})
         return s
 
     def prepare(k):
         """The page-cache state row k starts from."""
-        if k in ("plain", "first"):
+        if k in ("plain", "first", "auto"):
             for lib in trees[ROWS[k][0]]:
                 small_page_cache(lib)
         if k in ("explicit", "share"):
@@ -201,7 +215,7 @@ def clang():
         (clang --version) reads back what was lost, so that the timed run
         starts from the steady state it claims; how much it found lost is kept.
         """
-        r = run([argv("steady")[0], "--version"], env("steady"), preload=True)
+        r = run([argv("steady")[0], "--version"], dict(env("steady"), HUGETEXT_COPY="now"), preload=True)
         return round(sum(d["warmed"] for d in regions(r, libdir("steady")).values()) / 1048576)
 
     def libdir(k):
@@ -218,10 +232,13 @@ def clang():
         if k == "share" and not share:
             checks[k] = "no hugetlbfs mount for the shared cache"
             continue
+        if k == "tmpfs" and not tmpfs:
+            checks[k] = "no tmpfs (huge=within_size) mount for the shared cache"
+            continue
         # The warm cache needs an earlier start that fills it; a steady start
         # that still copied some 2 MiB (a page the read-back did not get
         # whole) has read that back too, so a second try may be steady.
-        for n in range(1, 5 if k in ("steady", "share") else 2):
+        for n in range(1, 5 if k in ("steady", "share", "tmpfs") else 2):
             r = once(k)
             checks[k] = report_problem(k, r, libdir(k))
             if not checks[k]:

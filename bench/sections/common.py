@@ -88,8 +88,10 @@ def run(argv, env=None, preload=False, report=True, timeout=600, cwd=None):
             if os.path.exists(rep):
                 os.unlink(rep)
             e["HUGETEXT_REPORT"] = rep
-        # Every variant copies unless it asks for the page cache (None: the default).
+        # Every variant copies, at once, unless it asks for the page cache or
+        # the default copy policy (None: the default).
         e["HUGETEXT_PAGE_CACHE"] = "0"
+        e["HUGETEXT_COPY"] = "now"
     e.update(env or {})
     e = {k: v for k, v in e.items() if v is not None}
     ru = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -108,8 +110,8 @@ def run(argv, env=None, preload=False, report=True, timeout=600, cwd=None):
     return Run(wall, p.returncode, p.stdout, p.stderr, recs, cpu)
 
 
-# The preload's default settings: HUGETEXT_PAGE_CACHE unset.
-DEFAULTS = {"HUGETEXT_PAGE_CACHE": None}
+# The preload's default settings: HUGETEXT_PAGE_CACHE and HUGETEXT_COPY unset.
+DEFAULTS = {"HUGETEXT_PAGE_CACHE": None, "HUGETEXT_COPY": None}
 
 
 def small_page_cache(path):

@@ -64,7 +64,7 @@ def check(argv, plain_out):
     """Problems of each variant of one program: same output as plain, nothing on stderr."""
     out = {}
     for k in VARIANTS:
-        r = run(argv, {**settings(k), "HUGETEXT_PAGE_CACHE": None})
+        r = run(argv, {**settings(k), "HUGETEXT_PAGE_CACHE": None, "HUGETEXT_COPY": None})
         if r.rc != 0:
             out[k] = f"exit status {r.rc}: {r.err.strip()[-200:]}"
         elif r.out != plain_out:
@@ -81,7 +81,7 @@ def what_it_did(argv, k, n):
         rep = os.path.join(TMP, "small-report.json")
         if os.path.exists(rep):
             os.unlink(rep)
-        e = {**settings(k), "HUGETEXT_PAGE_CACHE": None, "HUGETEXT_REPORT": rep}
+        e = {**settings(k), "HUGETEXT_PAGE_CACHE": None, "HUGETEXT_COPY": None, "HUGETEXT_REPORT": rep}
         run(argv, e)
         lines = []
         for line in read(rep).splitlines():
