@@ -1,7 +1,8 @@
 /*
  * The ELF checks of `hugetext edit` and `hugetext check`:
  * hte_check_buffer() on any bytes, then hte_edit_table() with every option
- * on the program header table it accepted.
+ * (hugeedit's flags, and --align with and without --disable) on the program
+ * header table it accepted.
  */
 #include "elfcheck.h"
 #include "fuzz.h"
@@ -42,6 +43,27 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			if (n == 0)
 				PROPERTY(memcmp(table, orig, tlen) == 0);
 			PROPERTY(hte_edit_table(&e, opts, table, tlen + 1, &first, &end) == -1);
+		}
+		/*
+		 * --align and --align --disable: refused (-1) or a change inside
+		 * the table; an accepted --align is undone byte for byte.
+		 */
+		for (int k = 0; table && orig && k < 2; k++) {
+			unsigned opts = k ? HTE_EDIT_UNALIGN : HTE_EDIT_ALIGN;
+			size_t first = 0, end = 0;
+
+			if (tlen)
+				memcpy(table, buf + e.phoff, tlen);
+			memcpy(orig, table, tlen);
+			long n = hte_edit_table(&e, opts, table, tlen, &first, &end);
+			PROPERTY(n >= -1 && (n < 0 || (size_t)n <= e.nload));
+			if (n <= 0) {
+				PROPERTY(memcmp(table, orig, tlen) == 0);
+				continue;
+			}
+			PROPERTY(first <= end && end <= tlen);
+			PROPERTY(memcmp(table, orig, first) == 0);
+			PROPERTY(memcmp(table + end, orig + end, tlen - end) == 0);
 		}
 		free(table);
 		free(orig);
