@@ -152,20 +152,23 @@ static void register_atfork(void)
 /*
  * Our thread calls malloc(), and the program's own allocator may not
  * expect a second thread.  Only allocators known to be thread-safe are
- * trusted: glibc's, the sanitizers' and the common replacements.
+ * trusted: glibc's, the sanitizers' and the common replacements.  The
+ * allocator is the first object that defines malloc, as the loader binds
+ * it; dlsym(RTLD_DEFAULT) would answer with a program's PLT entry for
+ * malloc (a non-PIE program that takes its address, such as node), which
+ * names no allocator.
  */
 static int malloc_thread_safe(void)
 {
 	static const char *const safe[] = { "libc.so", "libasan.so", "libtsan.so", "libhwasan.so",
 					    "libjemalloc.so", "libtcmalloc", "libmimalloc.so" };
-	void *fn = dlsym(RTLD_DEFAULT, "malloc");
+	char path[512];
 	const char *name;
-	Dl_info info;
 
-	if (!fn || !dladdr(fn, &info) || !info.dli_fname)
+	if (ht_dynsyms_first_definer("malloc", path, sizeof(path)) != 1)
 		return 0;
-	name = strrchr(info.dli_fname, '/');
-	name = name ? name + 1 : info.dli_fname;
+	name = strrchr(path, '/');
+	name = name ? name + 1 : path;
 	for (size_t i = 0; i < sizeof(safe) / sizeof(safe[0]); i++)
 		if (strncmp(name, safe[i], strlen(safe[i])) == 0)
 			return 1;

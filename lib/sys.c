@@ -133,6 +133,44 @@ int ht_dynsyms_find(const char *file, struct ht_dynsyms *syms, char *path, size_
 	return f.ok;
 }
 
+struct first_definer {
+	const char *name;
+	char *path;
+	size_t path_len;
+	int found;
+};
+
+static int first_definer_cb(struct dl_phdr_info *info, size_t size, void *ctx)
+{
+	struct first_definer *f = ctx;
+	struct ht_dynsyms syms;
+	const char *name = info->dlpi_name ? info->dlpi_name : "";
+
+	(void)size;
+	read_dynamic(info, &syms);
+	if (!syms.symtab || !syms.strtab)
+		return 0; /* no dynamic symbols (the vDSO may lack some): defines nothing */
+	if (!syms.gnu_hash) {
+		f->found = -1;
+		return 1;
+	}
+	if (!ht_dynsym_lookup(&syms, f->name))
+		return 0;
+	snprintf(f->path, f->path_len, "%s", name);
+	f->found = 1;
+	return 1;
+}
+
+int ht_dynsyms_first_definer(const char *name, char *path, size_t len)
+{
+	struct first_definer f = { name, path, len, 0 };
+
+	if (len)
+		path[0] = '\0';
+	dl_iterate_phdr(first_definer_cb, &f);
+	return f.found;
+}
+
 /* The loader's own dlopen() and dlsym(), from libc (glibc 2.34+) or libdl. */
 struct loader {
 	void *(*dlopen)(const char *file, int mode);

@@ -127,6 +127,14 @@ void *ht_dynsym_lookup(const struct ht_dynsyms *d, const char *name);
  * Returns: 1 when found with a GNU hash table, else 0.
  */
 int ht_dynsyms_find(const char *file, struct ht_dynsyms *syms, char *path, size_t len);
+/*
+ * The first loaded object, in the loader's order (the program, preloads,
+ * then their libraries), that defines the function @name: the one calls
+ * by that name reach.  Its path into @path ("" for the program).
+ * Returns: 1 when found; 0 when none defines it; -1 when an object before
+ * it has no GNU hash table, so the answer is not known.
+ */
+int ht_dynsyms_first_definer(const char *name, char *path, size_t len);
 
 /* regcomp(3) and co. through the table: glibc's, whatever the program exports. */
 int ht_regcomp(regex_t *re, const char *pattern, int flags);

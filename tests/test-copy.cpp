@@ -191,3 +191,26 @@ TEST_CASE("by default a copy is made at once where the kernel already maps the f
 	CHECK(lines[0]["error"] != deferred_error);
 	CHECK(num(lines[0], "huge_bytes") == num(lines[0], "bytes"));
 }
+
+TEST_CASE("node (non-PIE, glibc's malloc through a PLT entry of its own) gets the deferred copy",
+	  "[copy][real]")
+{
+	if (!have_program("node")) {
+		WARN("node is not installed; not checked");
+		return;
+	}
+	// dlsym(RTLD_DEFAULT, "malloc") names node's PLT entry, not glibc: the
+	// allocator check must find the object that defines malloc.
+	std::string report = temp_path("copy-node.json");
+	run_result r = run_auto({ "node", "-e", "console.log(6*7)" }, report);
+	REQUIRE(r.status == 0);
+	CHECK(r.out == "42\n");
+	int code = 0;
+	for (auto &l : read_report(report)) {
+		if (l["bytes"] == "0")
+			continue;
+		code++;
+		CHECK(l["error"] == deferred_error);
+	}
+	CHECK(code == 1);
+}

@@ -10,6 +10,10 @@
 
 #include "robust.hpp"
 
+extern "C" {
+#include "hugetext.h"
+}
+
 extern "C" const char *test_skip_reason(void)
 {
 	if (!is_root())
@@ -97,6 +101,31 @@ TEST_CASE("the programs pattern picks node; python3, g++, su and java run untouc
 		CHECK(under.out == plain.out);
 		CHECK(m.lines().empty());
 	}
+}
+
+TEST_CASE("machine-wide with the defaults: node's copy waits until it pays, the file's copy key wins",
+	  "[policy][copy]")
+{
+	// A page cache node cannot keep: only a private copy could move it.
+	machine m("programs = ^/usr/bin/node$\npage_cache = 0\n");
+	prog_result r = m.run("node -e 'console.log(6*7)'", { "HUGETEXT_COPY" });
+	CHECK(r.status == 0);
+	CHECK(r.out == "42\n");
+	// node's code segment (its small first and last pieces are skipped
+	// for having no 2 MiB page at least half full of code).
+	std::vector<report_line> code;
+	for (auto &l : m.lines())
+		if (l["bytes"] != "0")
+			code.push_back(l);
+	REQUIRE(code.size() == 1);
+	CHECK(code[0]["status"] == "skipped");
+	CHECK(code[0]["error"] == ht_error_str(HT_E_DEFERRED));
+
+	machine now("programs = ^/usr/bin/node$\npage_cache = 0\ncopy = now\n");
+	r = now.run("node -e 'console.log(6*7)'", { "HUGETEXT_COPY" });
+	CHECK(r.status == 0);
+	CHECK(r.out == "42\n");
+	CHECK(ok_lines(now.lines()).size() == 1);
 }
 
 TEST_CASE("the environment overrides the file", "[policy]")
