@@ -234,10 +234,13 @@ static int thread_count(void)
 }
 
 /*
- * "spin MS": run the code for MS ms of this thread's CPU time, then say
- * how much of it is on huge pages and how many threads the process has.
+ * "spin MS [WAIT]": run the code for MS ms of this thread's CPU time, then
+ * say how much of it is on huge pages and how many threads the process
+ * has.  With WAIT, first wait up to WAIT ms (idle) for all of the movable
+ * code to be on huge pages and for this thread to be the only one: a
+ * background move that was due may still be copying (slowly, under qemu).
  */
-static void spin_work(int ms)
+static void spin_work(int ms, int wait)
 {
 	struct timespec ts;
 	unsigned long sum = 0;
@@ -251,6 +254,11 @@ static void spin_work(int ms)
 	} while ((double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6 - t0 < ms);
 	/* A background move may still be swapping: give it a moment to end. */
 	usleep(200 * 1000);
+	for (int waited = 0; waited < wait; waited += 10) {
+		if (huge_kb_in(bigtext_start, bigtext_end) >= movable_kb() && thread_count() == 1)
+			break;
+		usleep(10 * 1000);
+	}
 	printf("spin_sum_odd %lu\nspin_huge_kb %lu\nthreads %d\n", sum & 1,
 	       huge_kb_in(bigtext_start, bigtext_end), thread_count());
 }
@@ -269,7 +277,7 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	if (argc > 2 && strcmp(argv[1], "spin") == 0) {
-		spin_work(atoi(argv[2]));
+		spin_work(atoi(argv[2]), argc > 3 ? atoi(argv[3]) : 0);
 		return 0;
 	}
 	if (argc > 2 && strcmp(argv[1], "closefrom") == 0)

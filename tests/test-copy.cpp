@@ -75,7 +75,7 @@ TEST_CASE("the background thread copies once the process has used the CPU time t
 {
 	std::string report = temp_path("copy-long.json");
 	// 300 ms of CPU before the copy; the program runs its code for 1.5 s.
-	run_result r = run_auto({ pie(), "spin", "1500" }, report, { "HUGETEXT_COPY_AFTER_MS=300" });
+	run_result r = run_auto({ pie(), "spin", "1500", "30000" }, report, { "HUGETEXT_COPY_AFTER_MS=300" });
 
 	INFO(r.out << r.err);
 	REQUIRE(r.status == 0);
