@@ -24,6 +24,10 @@ echo "$HT_THP" >"$thp" || echo "guest: cannot set THP to $HT_THP"
 	echo "fs $(findmnt -n -o FSTYPE -T "$HT_BUILD")"
 	echo "thp $(cat "$thp")"
 	echo "shmem_thp $(cat /sys/kernel/mm/transparent_hugepage/shmem_enabled 2>/dev/null)"
+	# The disk's read-ahead: the windows the page cache's read path uses.
+	dev=$(findmnt -n -o SOURCE -T "$HT_BUILD")
+	dev=${dev%%[*}
+	echo "read_ahead_kb $(cat "/sys/class/block/$(basename "$dev")/queue/read_ahead_kb" 2>/dev/null)"
 } >"$HT_OUT/env.txt"
 cat "$HT_OUT/env.txt"
 

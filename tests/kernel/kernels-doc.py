@@ -1,8 +1,11 @@
 #!/usr/bin/env python3
 """Writes docs/kernels.md (on stdout) from the kernel matrix's runs.
 
-Usage: kernels-doc.py RUNS_DIR, where each RUNS_DIR/<kernel>-<fs>-<thp>/
-holds env.txt, probe.json and testlog.json (tests/kernel/matrix.sh).
+Usage: kernels-doc.py [--keep OLD.md LABEL] RUNS_DIR, where each
+RUNS_DIR/<kernel>-<fs>-<thp>/ holds env.txt, probe.json and testlog.json
+(tests/kernel/matrix.sh).  With --keep, the rows and notes of OLD.md (an
+earlier docs/kernels.md) for configurations RUNS_DIR does not hold are kept,
+marked with LABEL: a run of one configuration does not erase the others.
 """
 import json
 import os
@@ -11,6 +14,8 @@ import sys
 
 MIB = 1 << 20
 KERNEL_ORDER = {"6.1": 0, "6.12": 1, "host": 2}
+COLUMNS = ["kernel", "fs", "THP", "huge page count", "1st start", "2nd start", "`HUGETEXT_PAGE_CACHE=0`",
+           "explicit", "shared cache", "default start", "after `hugetext setup`", "suite"]
 
 
 def read_lines(path):
@@ -71,6 +76,38 @@ def share_path(miss, hit):
     return "%s / %s: %s" % (miss.get("cache", "?"), (hit or {}).get("cache", "?"), why)
 
 
+def default_path(line):
+    """A start with the preload's defaults (HUGETEXT_COPY=auto)."""
+    if not line:
+        return "not run"
+    if line.get("status") == "skipped" and "deferred" in line.get("error", ""):
+        return "nothing copied (the copy deferred)"
+    return start_path(line)
+
+
+def setup_path(first, second):
+    """Two starts with the defaults after `hugetext setup` (its tmpfs cache)."""
+    if not first:
+        return "not run"
+    if first.get("status") not in ("ok", "skipped"):
+        return "%s%s" % (first.get("status", "?"), (": " + first["error"]) if first.get("error") else "")
+    if not second:
+        return "%s, 2nd start not run" % first.get("cache", "no cache")
+    if second.get("status") not in ("ok", "skipped"):
+        return "%s, then %s: %s" % (first.get("cache", "no cache"), second.get("status", "?"),
+                                    second.get("error", ""))
+    if second.get("cache") == "hit":
+        then = "hit"
+    elif int(second.get("kept_bytes", 0)):
+        then = "the page cache's 2 MiB folios kept"
+    else:
+        then = "%s (%s)" % (second.get("cache", "no cache"),
+                            second.get("cache_error") or second.get("error") or second.get("status", "?"))
+    return "%s, then %s: %s/%s MiB huge, %s MiB copied" % (
+        first.get("cache", "no cache"), then, mib(second.get("huge_bytes", 0)), mib(second.get("bytes", 0)),
+        mib(second.get("private_code_bytes", 0)))
+
+
 def suite_counts(path):
     p = f = s = 0
     failed, skipped = [], []
@@ -127,8 +164,51 @@ def why(kernel, second, first):
     return "no 2 MiB page-cache folios for this file system on this kernel: each start copies"
 
 
+def family(release):
+    """The matrix's label of a kernel release: 6.1, 6.12 or host."""
+    for label in ("6.12", "6.1"):
+        if release.startswith(label + "."):
+            return label
+    return "host"
+
+
+def earlier(path, label, have):
+    """Rows and notes of an earlier docs/kernels.md whose configurations are
+    not in @have, a set of (kernel label, fs, THP): ({key: cells}, {key: [note]})."""
+    rows, notes = {}, {}
+    if not path or not os.path.exists(path):
+        return rows, notes
+    header = None
+    for line in open(path, errors="replace"):
+        line = line.rstrip("\n")
+        if line.startswith("| kernel |"):
+            header = [c.strip() for c in line.strip("|").split("|")]
+            continue
+        if header and line.startswith("| ") and not line.startswith("|---"):
+            cells = dict(zip(header, [c.strip() for c in line.strip("|").split("|")]))
+            key = (family(cells.get("kernel", "")), cells.get("fs", ""), cells.get("THP", ""))
+            if key not in have:
+                if "(earlier run" not in cells.get("suite", ""):
+                    cells["suite"] = "%s (%s)" % (cells.get("suite", "?"), label)
+                rows[key] = cells
+            continue
+        m = re.match(r"- (\S+), (\S+), THP (\S+): (.*)$", line)
+        if m:
+            key = (family(m.group(1)), m.group(2), m.group(3))
+            if key not in have and "(earlier run" in m.group(4):
+                notes.setdefault(key, []).append(line)
+            elif key not in have:
+                notes.setdefault(key, []).append("- %s, %s, THP %s: %s (%s)." % (
+                    m.group(1), m.group(2), m.group(3), m.group(4).rstrip("."), label))
+    return rows, notes
+
+
 def main():
-    runs = sys.argv[1]
+    args = sys.argv[1:]
+    keep = keep_label = None
+    if args[:1] == ["--keep"]:
+        keep, keep_label, args = args[1], args[2], args[3:]
+    runs = args[0]
     rows = []
     for name in os.listdir(runs):
         d = os.path.join(runs, name)
@@ -138,6 +218,9 @@ def main():
             continue
         kernel, fs, thp = (name.split("-") + ["", "", ""])[:3]
         rows.append((KERNEL_ORDER.get(kernel, 9), kernel, fs, thp, env, probe, d))
+    old_rows, old_notes = earlier(keep, keep_label, {(r[1], r[2], r[3]) for r in rows})
+    for key in old_rows:
+        rows.append((KERNEL_ORDER.get(key[0], 9), key[0], key[1], key[2], None, None, None))
     rows.sort(key=lambda r: (r[0], r[2], r[3]))
 
     print("# The library on each kernel")
@@ -147,24 +230,37 @@ def main():
     print("grid) started under the preload with `HUGETEXT_REPORT`, from a cold page cache")
     print("on the disk under test; see tests/kernel/probe.sh. Timing under qemu (TCG) means")
     print("nothing, so only the path is shown. Do not edit: run the matrix again.")
+    if old_rows:
+        print()
+        print("Rows and notes marked *(earlier run ...)* were not run again: they are")
+        print("kept from a previous version of this file, and name the commit of that version.")
     print()
-    print("| kernel | fs | THP | huge page count | 1st start | 2nd start | `HUGETEXT_PAGE_CACHE=0` | explicit | shared cache | suite |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
+    print("| " + " | ".join(COLUMNS) + " |")
+    print("|" + "---|" * len(COLUMNS))
     notes = []
     for _, kernel, fs, thp, env, probe, d in rows:
+        if probe is None:
+            cells = old_rows[(kernel, fs, thp)]
+            print("| " + " | ".join(cells.get(c, "not run") for c in COLUMNS) + " |")
+            notes += old_notes.get((kernel, fs, thp), [])
+            continue
         k = probe.get("kernel", {})
         count = "`PAGEMAP_SCAN`" if k.get("pagemap_scan") else "smaps"
         if not k.get("madv_collapse"):
             count += ", no `MADV_COLLAPSE`"
         suite, failed, skipped = suite_cell(d)
         release = env.get("kernel", k.get("release", kernel))
-        print("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
-            release, fs, thp, count, start_path(probe.get("first")), start_path(probe.get("second")),
-            start_path(probe.get("copy")), start_path(probe.get("explicit")),
-            share_path(probe.get("share_miss"), probe.get("share_hit")), suite))
+        cells = [release, fs, thp, count, start_path(probe.get("first")), start_path(probe.get("second")),
+                 start_path(probe.get("copy")), start_path(probe.get("explicit")),
+                 share_path(probe.get("share_miss"), probe.get("share_hit")), default_path(probe.get("default")),
+                 setup_path(probe.get("setup_first"), probe.get("setup_second")), suite]
+        print("| " + " | ".join(cells) + " |")
         reason = why(kernel, probe.get("second"), probe.get("first") or {})
         if reason:
             notes.append("- %s, %s, THP %s: %s." % (release, fs, thp, reason))
+        if env.get("read_ahead_kb") and kernel == "host":
+            notes.append("- %s, %s, THP %s: the disk image's loop device reads ahead %s KiB." % (
+                release, fs, thp, env["read_ahead_kb"]))
         for t in failed:
             notes.append("- %s, %s, THP %s: test `%s` failed." % (release, fs, thp, t))
         for t in skipped:
@@ -183,7 +279,13 @@ def main():
     print("huge with `MADV_COLLAPSE` (`pread` from the file, or `memcpy`); *read back* is the")
     print("copied range dropped from the page cache and read again as 2 MiB folios for the")
     print("next start. *explicit* is `HUGETEXT_MODE=explicit` with a hugetlb pool; *shared")
-    print("cache* is two starts with `HUGETEXT_SHARE=1` on a hugetlbfs directory.")
+    print("cache* is two starts with `HUGETEXT_SHARE=1` on a hugetlbfs directory. These")
+    print("columns are the copy's paths (`HUGETEXT_COPY=now`, `HUGETEXT_SHARE=0`); the")
+    print("next two are the preload's defaults (`HUGETEXT_COPY=auto`, `HUGETEXT_SHARE=auto`).")
+    print("*default start* is a first start of a program that ends soon; *after `hugetext")
+    print("setup`* is two starts once `hugetext setup` has mounted its shared text cache (a")
+    print("tmpfs with `huge=within_size`): the first fills it (miss), the second maps it")
+    print("(hit) and copies nothing.")
 
 
 if __name__ == "__main__":

@@ -16,7 +16,8 @@
 # --suite and --test pick meson suites or tests (default: all but fuzz);
 # the clang check runs with the whole suite only.  --build DIR uses that
 # configured and built build dir (default: one under the cache, built from
-# this tree).  --doc writes docs/kernels.md from the runs in the cache.
+# this tree).  --doc writes docs/kernels.md from the runs in the cache
+# (and, for configurations not there, the rows of its last version).
 # --run runs COMMAND (bash, in the build dir) in each configuration before
 # the suite: with --no-suite --no-probe, a way to look into one kernel.
 # --kernel host runs on this machine: the disk image on a loop device in a
@@ -332,7 +333,12 @@ for kernel in $kernels; do
 		done
 	done
 done
-[ "$doc" = 1 ] && python3 "$here/kernels-doc.py" "$cache/runs" >"$repo/docs/kernels.md" &&
-	echo "matrix: wrote docs/kernels.md"
+# The doc keeps the rows of configurations not in the cache from its last
+# version, marked as such.
+if [ "$doc" = 1 ]; then
+	label="earlier run, as of $(git -C "$repo" log -1 --format=%h -- docs/kernels.md 2>/dev/null || echo '?')"
+	python3 "$here/kernels-doc.py" --keep "$repo/docs/kernels.md" "$label" "$cache/runs" >"$repo/docs/kernels.md.tmp" &&
+		mv "$repo/docs/kernels.md.tmp" "$repo/docs/kernels.md" && echo "matrix: wrote docs/kernels.md"
+fi
 printf '%s\n' "${summary[@]}"
 exit "$failed"

@@ -4,7 +4,8 @@
 # say which path the library takes on this kernel, file system and THP
 # mode.  Usage: probe.sh BUILD_DIR OUT.json.  Each line of OUT.json is a
 # report line with "case" added; the "kernel" line holds what was asked of
-# the kernel directly.  Changes the hugetlb pool and puts it back.
+# the kernel directly.  Changes the hugetlb pool and puts it back; runs
+# `hugetext setup` (its shared text cache) and then --undo.
 set -u
 build=$1 out=$2
 preload=$build/lib/libhugetext-preload.so
@@ -14,7 +15,9 @@ mkdir -p "$dir" || exit 1
 : >"$out"
 old_pool=$(cat "$pool")
 share=
+setup_done=
 cleanup() {
+	[ -n "$setup_done" ] && "$build/tools/hugetext" setup --undo --state "$dir/setup.state" >/dev/null
 	echo "$old_pool" >"$pool"
 	[ -n "$share" ] && rm -rf "$share"
 	rm -rf "$dir"
@@ -29,12 +32,20 @@ fresh() {
 	python3 -c 'import os,sys; fd=os.open(sys.argv[1],os.O_RDONLY); os.posix_fadvise(fd,0,0,os.POSIX_FADV_DONTNEED)' "$dir/prog"
 }
 
-# run CASE VAR=VALUE...: one start of the program, its report lines tagged.
+# run CASE [--defaults] VAR=VALUE...: one start of the program, its report
+# lines tagged.  The copy at start-up (HUGETEXT_COPY=now) and no shared
+# cache (HUGETEXT_SHARE=0) unless the case sets them, or --defaults leaves
+# the preload's own defaults.
 run() {
-	local name=$1 rep=$dir/report.json
+	local name=$1 rep=$dir/report.json vars=(HUGETEXT_COPY=now HUGETEXT_SHARE=0) unset=()
 	shift
+	if [ "${1:-}" = --defaults ]; then
+		vars=() unset=(-u HUGETEXT_COPY -u HUGETEXT_SHARE)
+		shift
+	fi
 	rm -f "$rep"
-	env LD_PRELOAD="$preload" HUGETEXT_REPORT="$rep" "$@" "$dir/prog" >/dev/null 2>"$dir/err"
+	env "${unset[@]}" LD_PRELOAD="$preload" HUGETEXT_REPORT="$rep" "${vars[@]}" "$@" "$dir/prog" \
+		>/dev/null 2>"$dir/err"
 	local st=$?
 	if [ -s "$rep" ]; then
 		sed "s/^{/{\"case\":\"$name\",\"exit\":$st,/" "$rep" >>"$out"
@@ -85,6 +96,10 @@ run second
 fresh
 run copy HUGETEXT_PAGE_CACHE=0
 run thp_only HUGETEXT_PAGE_CACHE=0 HUGETEXT_MODE=thp
+# The preload's defaults (HUGETEXT_COPY=auto, HUGETEXT_SHARE=auto): a
+# program that ends this soon pays for no copy.
+fresh
+run default --defaults
 # 42 MiB of code: 21 pages to move it, as many again for the shared cache.
 echo $((old_pool + 48)) >"$pool"
 run explicit HUGETEXT_PAGE_CACHE=0 HUGETEXT_MODE=explicit
@@ -96,5 +111,26 @@ if [ -n "$mnt" ]; then
 	run share_hit HUGETEXT_SHARE=1 HUGETEXT_SHARE_DIR="$share"
 else
 	echo '{"case":"share_miss","status":"no hugetlbfs mounted"}' >>"$out"
+fi
+echo "$old_pool" >"$pool"
+
+# After `hugetext setup` (its shared text cache, a tmpfs mounted with
+# huge=within_size), two starts with the preload's defaults: the first
+# fills the cache, the second maps it and copies nothing.  --undo after.
+tool=$build/tools/hugetext
+if "$tool" setup --help 2>/dev/null | grep -q text_cache_size; then
+	mkdir -m 0755 "$dir/etc"
+	printf 'text_cache_size = 256M\n' >"$dir/etc/hugetext.conf"
+	if "$tool" setup --config "$dir/etc/hugetext.conf" --state "$dir/setup.state" >"$dir/setup.out" 2>&1; then
+		setup_done=1
+		fresh
+		run setup_first --defaults
+		run setup_second --defaults
+	else
+		python3 -c 'import json, sys; print(json.dumps({"case": "setup_first", "status": "setup failed",
+			"error": open(sys.argv[1]).read().strip()[-300:]}))' "$dir/setup.out" >>"$out"
+	fi
+else
+	echo '{"case":"setup_first","status":"no shared text cache in this hugetext setup"}' >>"$out"
 fi
 echo "probe: $(wc -l <"$out") lines in $out"
