@@ -371,6 +371,11 @@ static int cache_move_in(const struct ht_options *opt, int dirfd, int tmpfs, con
 	}
 	if (err < 0)
 		return err == -ENOENT ? refuse(r, "cache entry vanished", err) : err;
+	/* A background move: the program runs meanwhile and may have written its code. */
+	if (src->unchanged && !src->unchanged(src, span, copy)) {
+		ht_sys_unmap(copy, span.end - span.start);
+		return refuse(r, "the code changed while the cache entry was mapped", -EBUSY);
+	}
 	r->cache = how;
 	r->mode = tmpfs ? HT_MODE_THP : HT_MODE_EXPLICIT;
 	r->huge_bytes = span.end - span.start;

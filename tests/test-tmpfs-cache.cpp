@@ -472,3 +472,31 @@ TEST_CASE("each user has a private directory: another user's fill is never root'
 	CHECK(run_once("root-after.json")["cache"] == "miss");
 	CHECK(!text_cache::entry().empty());
 }
+
+TEST_CASE("a background move through the cache keeps code the program patched meanwhile", "[tmpfs-cache][async]")
+{
+	// A hot patcher rewrites a function while the entry is filled and mapped:
+	// the swap must not bring the entry's old code back.
+	text_cache c;
+	REQUIRE(c.ok);
+	std::string report = temp_path("patch.json");
+	int changed = 0;
+	for (int i = 0; i < 4; i++) {
+		REQUIRE(run_cmd({ "rm", "-rf", user_dir }).status == 0); // a miss: the fill is the window
+		unlink(report.c_str());
+		run_result r = run_cmd({ prog(), "patch", std::to_string(1 + i % 3) },
+				       env(report, { "HUGETEXT_ASYNC=1", "HUGETEXT_MODE=thp" }));
+		INFO("run " << i << ": " << r.out << r.err);
+		CHECK(r.status == 0);
+		CHECK(line_value(r.out, "patch") == "42 42 43");
+		report_line l = code_line(report);
+		CHECK((l["status"] == "ok" || l["error"] == ht_error_str(HT_E_CHANGED) ||
+		       l["error"] == ht_error_str(HT_E_NOT_MAPPED)));
+		if (l["cache"] == "refused")
+			CHECK(l["cache_error"] == "the code changed while the cache entry was mapped");
+		changed += l["cache_error"] == "the code changed while the cache entry was mapped";
+	}
+	unlink(report.c_str());
+	// Else no patch fell inside a fill, and the check was never tried.
+	CHECK(changed > 0);
+}
