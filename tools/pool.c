@@ -28,7 +28,8 @@ static const char pool_usage[] =
 	"  --cache-clear  remove the cache's entries and the fills whose process is gone\n"
 	"  -h, --help     show this help\n"
 	"\n"
-	"The cache is $HUGETEXT_SHARE_DIR, else hugetext-UID in the first 2 MiB\n"
+	"The cache is $HUGETEXT_SHARE_DIR, else hugetext-UID in the text cache\n"
+	"that hugetext setup mounts (/run/hugetext/text), else in the first 2 MiB\n"
 	"hugetlbfs mount.\n";
 
 
