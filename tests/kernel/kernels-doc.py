@@ -72,8 +72,18 @@ def share_path(miss, hit):
         return "not run"
     if miss.get("cache") == "miss" and hit and hit.get("cache") == "hit":
         return "miss, then hit"
-    why = miss.get("cache_error") or miss.get("error") or miss.get("status", "")
-    return "%s / %s: %s" % (miss.get("cache", "?"), (hit or {}).get("cache", "?"), why)
+    if not miss.get("cache") or not hit:
+        why = miss.get("cache_error") or miss.get("error") or miss.get("status", "")
+        return "%s / %s: %s" % (miss.get("cache", "?"), (hit or {}).get("cache", "?"), why)
+    kept = int(hit.get("kept_bytes", 0))
+    if not hit.get("cache") and kept:
+        return "%s, then the page cache's 2 MiB folios kept (%s MiB): no look-up" % (miss["cache"], mib(kept))
+    then = hit.get("cache", "no look-up")
+    if hit.get("cache_error"):
+        then += " (%s)" % hit["cache_error"]
+    if kept:
+        then += ", the page cache kept %s MiB" % mib(kept)
+    return "%s, then %s" % (miss["cache"], then)
 
 
 def default_path(line):
