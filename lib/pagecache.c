@@ -6,6 +6,7 @@
 #include "run.h"
 #include "sys.h"
 
+#include <string.h>
 #include <sys/statfs.h>
 
 /*
@@ -19,6 +20,22 @@ int ht_page_cache_usable(const struct ht_options *opt, const struct ht_seg_plan 
 {
 	return opt->page_cache && opt->mode != HT_MODE_EXPLICIT && p->file_backed &&
 	       (p->span.start - p->file_off) % HT_HUGE_PAGE_SIZE == 0;
+}
+
+/*
+ * Before Linux 6.7 (no PAGEMAP_SCAN) smaps tells only how much of the
+ * whole mapping is huge.  When that is every whole 2 MiB page of the span,
+ * each of them is; anything less cannot be placed, and all is copied.
+ */
+static int all_huge_by_smaps(uintptr_t start, size_t n, unsigned char *huge)
+{
+	uint64_t got;
+
+	if (ht_sys_self_huge(start, start + n * HT_HUGE_PAGE_SIZE, &got) < 0 ||
+	    got < (uint64_t)n * HT_HUGE_PAGE_SIZE)
+		return 0;
+	memset(huge, 1, n);
+	return 1;
 }
 
 /*
@@ -39,7 +56,8 @@ size_t ht_keep_kernel_pages(const struct ht_seg_plan *p, struct ht_seg_plan *res
 	/* A program already running may have made its code unreadable: no touch then. */
 	for (size_t i = 0; i < n && !ht_in_background; i++)
 		(void)*(volatile const char *)(p->span.start + i * HT_HUGE_PAGE_SIZE);
-	if (n && ht_sys_scan_huge_chunks(p->span.start, n, huge) == 0)
+	if (n && (ht_sys_scan_huge_chunks(p->span.start, n, huge) == 0 ||
+		  all_huge_by_smaps(p->span.start, n, huge)))
 		ht_copy_range(huge, n, len, HT_HUGE_PAGE_SIZE, &from, &to);
 	for (size_t i = 0; i < n; i++)
 		kept += (i * HT_HUGE_PAGE_SIZE < from || i * HT_HUGE_PAGE_SIZE >= to) && huge[i] ?

@@ -948,10 +948,16 @@ int64_t ht_sys_read_huge(int fd, uint64_t off, size_t len)
 		ht_sys.munmap(base, len + huge_page);
 		return ret;
 	}
-	/* Each first touch reads a whole 2 MiB page where the file system can hold one. */
+	/*
+	 * Each first touch reads a whole 2 MiB page where the file system can
+	 * hold one.  After the first, ask over the whole mapping: only that
+	 * page has been touched, so the total is its count, and it is exact
+	 * through smaps too (before Linux 6.7), which gives one FilePmdMapped
+	 * per mapping, not per 2 MiB.
+	 */
 	for (size_t done = 0; done < len; done += huge_page) {
 		(void)*(volatile const char *)(at + done);
-		if (done == 0 && (ht_sys_self_huge((uintptr_t)at, (uintptr_t)at + huge_page, &huge) < 0 || !huge))
+		if (done == 0 && (ht_sys_self_huge((uintptr_t)at, (uintptr_t)at + len, &huge) < 0 || !huge))
 			break;
 	}
 	if (huge && ht_sys_self_huge((uintptr_t)at, (uintptr_t)at + len, &huge) < 0)
