@@ -106,14 +106,13 @@ def setup_path(first, second):
     if second.get("status") not in ("ok", "skipped"):
         return "%s, then %s: %s" % (first.get("cache", "no cache"), second.get("status", "?"),
                                     second.get("error", ""))
-    if second.get("cache") == "hit":
-        then = "hit"
-    elif int(second.get("kept_bytes", 0)):
-        then = "the page cache's 2 MiB folios kept"
-    else:
-        then = "%s (%s)" % (second.get("cache", "no cache"),
-                            second.get("cache_error") or second.get("error") or second.get("status", "?"))
-    return "%s, then %s: %s/%s MiB huge, %s MiB copied" % (
+    parts = []
+    if int(second.get("kept_bytes", 0)):
+        parts.append("the page cache kept %s MiB" % mib(second["kept_bytes"]))
+    if second.get("cache"):
+        parts.append(second["cache"] + (" (%s)" % second["cache_error"] if second.get("cache_error") else ""))
+    then = ", ".join(parts) or "%s (%s)" % (second.get("status", "?"), second.get("error", ""))
+    return "%s, then %s: %s/%s MiB huge, %s MiB copied privately" % (
         first.get("cache", "no cache"), then, mib(second.get("huge_bytes", 0)), mib(second.get("bytes", 0)),
         mib(second.get("private_code_bytes", 0)))
 

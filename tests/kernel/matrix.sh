@@ -17,7 +17,8 @@
 # the clang check runs with the whole suite only.  --build DIR uses that
 # configured and built build dir (default: one under the cache, built from
 # this tree).  --doc writes docs/kernels.md from the runs in the cache
-# (and, for configurations not there, the rows of its last version).
+# (and, for configurations not there, the rows of its last version); alone,
+# it runs nothing.
 # --run runs COMMAND (bash, in the build dir) in each configuration before
 # the suite: with --no-suite --no-probe, a way to look into one kernel.
 # --kernel host runs on this machine: the disk image on a loop device in a
@@ -33,7 +34,9 @@ repo=$(cd "$here/../.." && pwd)
 src=$repo
 cache=${HT_KERNEL_CACHE:-/var/cache/hugetext-kernels}
 kernels=6.1 thps=always fss=ext4
-build= probe=1 suite=1 doc=0 meson_sel=() cmd=
+build= probe=1 suite=1 doc=0 meson_sel=() cmd= runs=1
+# --doc alone runs nothing: it only writes the doc.
+[ "$*" = --doc ] && runs=0
 
 die() {
 	echo "matrix: $*" >&2
@@ -303,10 +306,10 @@ for r, d, f in os.walk(sys.argv[1]):
 	rm -rf "$out/disk.img" "$out/stage"
 }
 
-need_packages
-ensure_build
 failed=0
 summary=()
+[ "$runs" = 1 ] || kernels=
+[ -z "$kernels" ] || { need_packages && ensure_build; }
 for kernel in $kernels; do
 	for fs in $fss; do
 		for thp in $thps; do
