@@ -81,6 +81,32 @@ static int copy_now(struct run *r, const struct ht_seg_query *q, const struct ht
 	return 0;
 }
 
+/*
+ * The shared cache takes the whole span, never the rest the page cache
+ * left: an entry is keyed by its span, and what the kernel keeps changes
+ * from one start to the next, which made a new entry, a miss, at every
+ * start until the cache was full.  A hit or miss replaces the kept pages
+ * with the entry's.
+ */
+static int try_cache_whole(const struct ht_options *opt, const struct ht_object *o,
+			   const struct ht_seg_plan *whole, const struct ht_source *like,
+			   struct ht_region *g)
+{
+	struct ht_source src = *like;
+	int err;
+
+	src.fd = ht_open_clean_source(whole);
+	src.file_off = whole->file_off;
+	src.mapped = whole->mapped;
+	src.reserve_gap = whole->reserve_gap;
+	err = ht_try_cache(opt, o, whole, &src, g);
+	if (src.fd >= 0)
+		ht_sys_close(src.fd);
+	if (err == 0)
+		g->kept_bytes = 0;
+	return err;
+}
+
 /* Moves one planned span; the region is filled whatever happens. */
 static void move_planned(struct run *r, const struct ht_object *o, const struct ht_seg_query *q,
 			 const struct ht_seg_plan *whole, struct ht_region *g)
@@ -122,7 +148,21 @@ static void move_planned(struct run *r, const struct ht_object *o, const struct 
 	if (opt.budget_ms)
 		src.deadline_ms = r->t0 + opt.budget_ms;
 	/* A deferred copy (no object) tried the cache already, at start-up. */
-	err = opt.share && (o || opt.share == HT_SHARE_ON) ? ht_try_cache(&opt, o, p, &src, g) : -EAGAIN;
+	if (!opt.share || !(o || opt.share == HT_SHARE_ON))
+		err = -EAGAIN;
+	else if (p != whole && o)
+		err = try_cache_whole(&opt, o, whole, &src, g);
+	else
+		err = ht_try_cache(&opt, o, p, &src, g);
+	if (err == 0 && p != whole) {
+		/* The entry now holds all of the span: nothing is left to copy or read back. */
+		if (src.fd >= 0)
+			ht_sys_close(src.fd);
+		g->start = whole->span.start;
+		g->end = whole->span.end;
+		g->bytes = whole->span.end - whole->span.start;
+		return;
+	}
 	if (err < 0 && !copy_now(r, q, p, g, use_cache)) {
 		if (src.fd >= 0)
 			ht_sys_close(src.fd);

@@ -202,7 +202,8 @@ TEST_CASE("node (non-PIE, glibc's malloc through a PLT entry of its own) gets th
 	// dlsym(RTLD_DEFAULT, "malloc") names node's PLT entry, not glibc: the
 	// allocator check must find the object that defines malloc.
 	std::string report = temp_path("copy-node.json");
-	run_result r = run_auto({ "node", "-e", "console.log(6*7)" }, report);
+	// A wait far longer than node's run, however slow the machine (qemu).
+	run_result r = run_auto({ "node", "-e", "console.log(6*7)" }, report, { "HUGETEXT_COPY_AFTER_MS=600000" });
 	REQUIRE(r.status == 0);
 	CHECK(r.out == "42\n");
 	int code = 0;

@@ -507,3 +507,53 @@ TEST_CASE("a background move through the cache keeps code the program patched me
 	// Else no patch fell inside a fill, and the check was never tried.
 	CHECK(changed > 0);
 }
+
+TEST_CASE("where the page cache keeps part of the code, the cache entry still takes the whole span",
+	  "[tmpfs-cache][pagecache]")
+{
+	text_cache c;
+	REQUIRE(c.ok);
+	std::string copy = temp_path("tc-keep-prog"), report = temp_path("tc-keep.json");
+	REQUIRE(run_cmd({ "cp", prog(), copy }).status == 0);
+	small_page_cache(copy);
+	auto start = [&](const std::vector<std::string> &more) {
+		unlink(report.c_str());
+		run_result r = run_cmd({ copy }, env(report, more));
+		CHECK(r.status == 0);
+		for (auto &l : read_report(report))
+			if (l["object"] == copy && l["bytes"] != "0")
+				return l;
+		return report_line{};
+	};
+	// A first start copies and reads the code back as 2 MiB page-cache pages.
+	report_line first = start({ "HUGETEXT_PAGE_CACHE=1", "HUGETEXT_SHARE=0", "HUGETEXT_COPY=now" });
+	REQUIRE(!first.empty());
+	unsigned long bytes = std::stoul(first["bytes"]);
+	unsigned long warmed = first["warmed_bytes"].empty() ? 0 : std::stoul(first["warmed_bytes"]);
+	if (warmed == 0) {
+		WARN("no 2 MiB page-cache folios for this file here (a kernel or file system limitation): not checked");
+		unlink(copy.c_str());
+		return;
+	}
+	// One 2 MiB page in the middle of the code back to small pages: the
+	// kernel keeps all but it, and only it would be left to copy.
+	int fd = open(copy.c_str(), O_RDONLY | O_CLOEXEC);
+	REQUIRE(fd >= 0);
+	CHECK(posix_fadvise(fd, 16 << 20, 2 << 20, POSIX_FADV_DONTNEED) == 0);
+	close(fd);
+	// The kernel now maps most of it huge itself; what is left would once
+	// have been cached alone, under a key that changes with what is kept.
+	for (const char *want : { "miss", "hit" }) {
+		report_line l = start({ "HUGETEXT_PAGE_CACHE=1", "HUGETEXT_SHARE=1", "HUGETEXT_COPY=now" });
+		INFO(want << ": " << l["status"] << " " << l["cache"] << " " << l["cache_error"]);
+		CHECK(l["cache"] == want);
+		CHECK(l["kept_bytes"].empty());
+		CHECK(l["huge_bytes"] == l["bytes"]);
+	}
+	// One entry, of the whole span.
+	std::string e = text_cache::entry();
+	struct stat st;
+	REQUIRE(stat(e.c_str(), &st) == 0);
+	CHECK((unsigned long)st.st_size == bytes);
+	unlink(copy.c_str());
+}
