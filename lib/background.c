@@ -281,7 +281,8 @@ int ht_background_kick(void)
 	pthread_mutex_unlock(&bg_mu);
 	if (!idle)
 		return 0;
-	if (start(bg_opt, bg_queue) < 0) {
+	/* Asked again: a program may have installed a seccomp filter since its start. */
+	if (!thread_allowed() || start(bg_opt, bg_queue) < 0) {
 		/* The segments stay where they are; nothing else depends on them. */
 		pthread_mutex_lock(&bg_mu);
 		bg_nqueue = 0;
