@@ -107,6 +107,12 @@ static int try_cache_whole(const struct ht_options *opt, const struct ht_object 
 	return err;
 }
 
+/* The span maps a shared cache entry (a hit or a miss): nothing private, nothing to read back. */
+static int from_cache(const struct ht_region *g)
+{
+	return g->cache && (!strcmp(g->cache, "hit") || !strcmp(g->cache, "miss"));
+}
+
 /* Moves one planned span; the region is filled whatever happens. */
 static void move_planned(struct run *r, const struct ht_object *o, const struct ht_seg_query *q,
 			 const struct ht_seg_plan *whole, struct ht_region *g)
@@ -181,12 +187,12 @@ static void move_planned(struct run *r, const struct ht_object *o, const struct 
 		err = ht_move_span(&opt, p->span, &fill, g);
 	}
 	/* A cache entry is the copy every later start maps: nothing to read back for. */
-	if (err == 0 && use_cache && !(g->cache && (!strcmp(g->cache, "hit") || !strcmp(g->cache, "miss"))))
+	if (err == 0 && use_cache && !from_cache(g))
 		ht_warm_copied(r, p, src.fd, g);
 	if (src.fd >= 0)
 		ht_sys_close(src.fd);
 	/* The code the private copy holds: up to where a budget cut it. */
-	if (err == 0 && !(g->cache && *g->cache && strcmp(g->cache, "refused") != 0))
+	if (err == 0 && !from_cache(g))
 		g->private_code_bytes = p->mapped < g->end - p->span.start ? p->mapped : g->end - p->span.start;
 	/* The region is the whole span; the verification counts what is huge in it. */
 	g->start = whole->span.start;

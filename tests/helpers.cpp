@@ -1,5 +1,7 @@
 #include "helpers.hpp"
 
+#include <dirent.h>
+
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
@@ -329,4 +331,19 @@ bool thp_enabled()
 bool have_program(const std::string &name)
 {
 	return run_cmd({ "sh", "-c", "command -v " + name + " >/dev/null" }).status == 0;
+}
+
+std::string cache_entry(const std::string &dir)
+{
+	std::string found;
+	DIR *d = opendir(dir.c_str());
+	if (!d)
+		return found;
+	while (struct dirent *e = readdir(d)) {
+		std::string n = e->d_name;
+		if (n.size() > 5 && n.compare(n.size() - 5, 5, ".text") == 0)
+			found = dir + "/" + n;
+	}
+	closedir(d);
+	return found;
 }

@@ -43,6 +43,8 @@ std::string source_path(const std::string &rel);
 std::string read_file(const std::string &path);
 bool file_exists(const std::string &path);
 std::string temp_path(const std::string &name);
+// The path of a complete shared cache entry (*.text) in @dir, or "".
+std::string cache_entry(const std::string &dir);
 
 // One JSON report line as flat key -> raw value text (strings unquoted).
 using report_line = std::map<std::string, std::string>;

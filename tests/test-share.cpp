@@ -47,17 +47,7 @@ struct cache_env {
 	// The one complete entry the cache holds.
 	std::string entry() const
 	{
-		std::string found;
-		DIR *d = opendir(dir.c_str());
-		if (!d)
-			return found;
-		while (struct dirent *e = readdir(d)) {
-			std::string n = e->d_name;
-			if (n.size() > 5 && n.compare(n.size() - 5, 5, ".text") == 0)
-				found = dir + "/" + n;
-		}
-		closedir(d);
-		return found;
+		return cache_entry(dir);
 	}
 };
 

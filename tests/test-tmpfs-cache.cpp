@@ -77,17 +77,7 @@ struct text_cache {
 	// The one complete entry of the per-user directory, or "".
 	static std::string entry()
 	{
-		std::string found;
-		DIR *d = opendir(user_dir.c_str());
-		if (!d)
-			return found;
-		while (struct dirent *e = readdir(d)) {
-			std::string n = e->d_name;
-			if (n.size() > 5 && n.compare(n.size() - 5, 5, ".text") == 0)
-				found = user_dir + "/" + n;
-		}
-		closedir(d);
-		return found;
+		return cache_entry(user_dir);
 	}
 };
 
