@@ -41,6 +41,15 @@ def read_env(path):
     return env
 
 
+def read_commit(run_dir):
+    """The commit a run tested, as tests/kernel/matrix.sh wrote it."""
+    try:
+        with open(os.path.join(run_dir, "commit")) as f:
+            return f.read().strip() or "unknown"
+    except OSError:
+        return "unknown"
+
+
 def mib(n):
     return "%d" % round(int(n) / MIB)
 
@@ -227,6 +236,7 @@ def main():
             continue
         kernel, fs, thp = (name.split("-") + ["", "", ""])[:3]
         rows.append((KERNEL_ORDER.get(kernel, 9), kernel, fs, thp, env, probe, d))
+    commits = {d: read_commit(d) for *_, d in rows}
     old_rows, old_notes = earlier(keep, keep_label, {(r[1], r[2], r[3]) for r in rows})
     for key in old_rows:
         rows.append((KERNEL_ORDER.get(key[0], 9), key[0], key[1], key[2], None, None, None))
@@ -239,6 +249,12 @@ def main():
     print("grid) started under the preload with `HUGETEXT_REPORT`, from a cold page cache")
     print("on the disk under test; see tests/kernel/probe.sh. Timing under qemu (TCG) means")
     print("nothing, so only the path is shown. Do not edit: run the matrix again.")
+    tested = sorted(set(commits.values()))
+    if tested:
+        print()
+        print("The runs tested commit%s %s%s." % (
+            "s" if len(tested) > 1 else "", ", ".join("`%s`" % c for c in tested),
+            " (each row names its own)" if len(tested) > 1 else ""))
     if old_rows:
         print()
         print("Rows and notes marked *(earlier run ...)* were not run again: they are")
@@ -258,6 +274,8 @@ def main():
         if not k.get("madv_collapse"):
             count += ", no `MADV_COLLAPSE`"
         suite, failed, skipped = suite_cell(d)
+        if len(tested) > 1:
+            suite += " (commit %s)" % commits[d]
         release = env.get("kernel", k.get("release", kernel))
         cells = [release, fs, thp, count, start_path(probe.get("first")), start_path(probe.get("second")),
                  start_path(probe.get("copy")), start_path(probe.get("explicit")),

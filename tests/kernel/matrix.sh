@@ -25,7 +25,8 @@
 # private mount namespace, and this machine's THP mode set for the run and
 # put back after it.  Needs root.  Downloads, unpacked kernels, images and each run's output
 # (console.log, testlog.json, probe.json) go under HT_KERNEL_CACHE
-# (default /var/cache/hugetext-kernels).  Prints one line per run,
+# (default /var/cache/hugetext-kernels), with the commit it tested
+# (commit).  Prints one line per run,
 # "matrix: KERNEL FS THP: N passed, N failed, N skipped", and exits
 # non-zero when any test failed or a run did not finish.
 set -u
@@ -306,6 +307,14 @@ for r, d, f in os.walk(sys.argv[1]):
 	rm -rf "$out/disk.img" "$out/stage"
 }
 
+# The source's commit, and whether it had uncommitted changes.
+commit_of() {
+	local c
+	c=$(git -C "$1" rev-parse --short=7 HEAD 2>/dev/null) || { echo unknown; return 0; }
+	git -C "$1" diff --quiet HEAD -- 2>/dev/null || c="$c with uncommitted changes"
+	echo "$c"
+}
+
 failed=0
 summary=()
 [ "$runs" = 1 ] || kernels=
@@ -317,6 +326,8 @@ for kernel in $kernels; do
 			rm -rf "$out"
 			mkdir -p "$out"
 			echo "matrix: kernel $kernel, $fs, THP $thp (output in $out)"
+			# The commit the run tested, for the doc's rows.
+			commit_of "$src" >"$out/commit"
 			if [ "$kernel" = host ]; then
 				run_host "$thp" "$fs" "$out"
 			else
