@@ -1,0 +1,119 @@
+"""Section 7: clang 14 compiling LLVM's headers (issue 13's workload)."""
+from .common import alt, fmt, na, ok, ratio, rfmt, verdict
+
+LABELS = {
+    "plain": "plain, libraries in 4 KiB page-cache pages",
+    "auto": "default settings, no set-up (cold page cache; the copy is deferred)",
+    "first": "first start that copies (`HUGETEXT_COPY=now`; copies, reads back)",
+    "steady": "default settings, steady state (keeps the kernel's 2 MiB pages)",
+    "copy": "copy path (`HUGETEXT_COPY=now HUGETEXT_MODE=thp HUGETEXT_PAGE_CACHE=0`)",
+    "explicit": "explicit pages (`HUGETEXT_COPY=now HUGETEXT_MODE=explicit HUGETEXT_PAGE_CACHE=0`)",
+    "share": "shared cache on hugetlbfs, warm (`HUGETEXT_SHARE=1`)",
+    "tmpfs": "shared cache on a huge tmpfs, warm (no pool; `HUGETEXT_SHARE=1`)",
+}
+
+
+def write(out, R):
+    w = out.w
+    cl = R.get("clang", {})
+    w("## 7. clang compiling LLVM's headers")
+    w()
+    if not cl or "na" in cl:
+        w(na(cl))
+        w()
+        return
+    rows = cl.get("rows", {})
+    intro(out, cl, rows)
+    table(out, cl, rows)
+    reread(out, cl)
+    w("The command of each run (`clang` from the row's tree):")
+    w()
+    w("```")
+    w(" ".join(cl.get("cc1", [])))
+    w("```")
+    w()
+
+
+def intro(out, cl, rows):
+    n = max((v.get("n", 0) for v in rows.values() if ok(v)), default=0)
+    out.w(f"Issue 13's workload, `bench/run.sh --only clang`: clang 14 `-cc1 ... -O2 -emit-obj` (the command "
+          f"line `clang++-14 -###` gives) on one translation unit that includes {len(cl.get('headers', []))} of "
+          f"LLVM 14's headers, preprocessed once ({cl.get('tu_bytes', 0) / 1e6:.1f} MB), with "
+          f"`HUGETEXT_MATCH='{cl.get('match')}'` ({cl.get('code_mib')} MiB of code in the two libraries). "
+          "clang runs from copies of its binary and libraries, one tree per page-cache state, so that one row's "
+          "page cache cannot help another's: plain, the copy path, explicit pages and the shared caches run on "
+          "libraries kept in 4 KiB page-cache pages; the default start with no set-up and the first start have "
+          "their tree's page cache made small before each run; the steady state's tree was read back as 2 MiB "
+          "pages by an untimed start before each run (what `hugetext setup`'s warm key does). "
+          f"{n} interleaved rounds; seconds, median [min–max]; speed-up = plain's median / the row's (above 1: "
+          "faster). Every run's report must show what its row claims (default with no set-up: deferred, "
+          "nothing copied; first start: copied and read back; "
+          "steady state: kept, nothing copied; copy and explicit: copied, in that mode; shared caches: a hit), "
+          "or the run does not count and the row says why.")
+    out.w()
+
+
+def table(out, cl, rows):
+    w = out.w
+    w("| variant | wall s | speed-up | CPU s (user+sys) | CPU speed-up | goal | what the last run's report showed |")
+    w("|---|---|---|---|---|---|---|")
+    plain = rows.get("plain")
+    for k in cl.get("order", list(rows)):
+        v = rows.get(k, {"na": "not measured"})
+        r, rc = ratio(plain, v), ratio(alt(plain), alt(v))
+        goal = row_goal(k, v, r, rows)
+        if k != "plain":
+            out.summary.append((f"clang -O2, {LABELS.get(k, k)}, speed-up", rfmt(r, 3),
+                                goal.split(":")[0], goal.split(": ")[-1] if goal else "-"))
+        w(f"| {LABELS.get(k, k)} | {fmt(v, nd=2)} | **{rfmt(r, 3)}** | {fmt(alt(v), nd=2)} | {rfmt(rc, 3)} | "
+          f"{goal} | {claimed(k, (cl.get('last_report') or {}).get(k))} |")
+        pr = v.get("problems") if isinstance(v, dict) else None
+        if pr:
+            w(f"| | {v.get('failed_runs', 0)} run(s) did not count: {pr[0]} | | | | | |")
+    w()
+
+
+def row_goal(k, v, r, rows):
+    """Row k's goal cell: 'goal: verdict'; r: its speed-up."""
+    if k == "steady":
+        return f"≥ 1.05x: {verdict(r, 1.0, 1.05, higher_better=True)}"
+    if k == "first":
+        cp = rows.get("copy")
+        return ("no more wall time than the copy path: " +
+                ("n/a" if not (ok(v) and ok(cp)) else "met" if v["median"] <= cp["median"] else "**missed**"))
+    if k != "plain":
+        return "never below 1.00x: " + ("n/a" if r is None else "met" if r >= 1.0 else "**missed**")
+    return ""
+
+
+def claimed(k, rep):
+    """What the last timed run's report showed, per library, in MiB."""
+    if k == "plain" or not rep:
+        return ""
+    parts = []
+    for lib, d in sorted(rep.items()):
+        mib = 1048576
+        t = f"{lib.split('.so')[0]}: {d['huge'] / mib:.0f} MiB huge"
+        if d.get("kept"):
+            t += f", kept {d['kept'] / mib:.0f}"
+        t += f", copied {d['copied'] / mib:.0f}"
+        if d.get("warmed"):
+            t += f", read back {d['warmed'] / mib:.0f}"
+        if d.get("cache"):
+            t += f", cache {'/'.join(d['cache'])}"
+        if d.get("mode"):
+            t += f" ({'/'.join(d['mode'])})"
+        parts.append(t + f", {d.get('ms', 0):.0f} ms")
+    return "; ".join(parts)
+
+
+def reread(out, cl):
+    """How much of the steady state's 2 MiB page-cache pages had to be read back before each run."""
+    rr = cl.get("steady_reread_mib") or []
+    if not rr:
+        return
+    out.w(f"The 2 MiB page-cache pages of the steady state's libraries did not last between its runs on this "
+          f"machine: before each steady-state run an untimed `clang --version` start with the preload read back "
+          f"what was lost, {sorted(rr)[len(rr) // 2]} MiB (median; each time: {', '.join(map(str, rr))}) of "
+          f"{cl.get('code_mib')} MiB. The timed run itself must then keep everything and copy nothing.")
+    out.w()
