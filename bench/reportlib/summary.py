@@ -6,16 +6,7 @@ import os
 
 from .clang import LABELS as CLANG_LABELS
 from .common import ratio, rfmt
-
-# summary_of()'s names for the node rows.  Most differ from the names the
-# start-up section gives its summary rows (startup.LABELS), so earlier runs
-# show n/a beside those: kept as they were, the split changes no output.
-NODE_LABELS = {"thp": "node start-up, hugetext, THP copy (HUGETEXT_PAGE_CACHE=0)",
-               "default": "node start-up, hugetext, default settings (page cache), / same file plain",
-               "thp-async": "node start-up, hugetext, THP, HUGETEXT_ASYNC=1 (background)",
-               "explicit": "node start-up, hugetext, explicit pages",
-               "share-warm": "node start-up, hugetext, warm shared cache",
-               "node-largepages": "node start-up, node --use-largepages=on"}
+from .startup import LABELS as NODE_LABELS, TARGETS as NODE_TARGETS
 
 
 def lines(out, R, results_path):
@@ -70,10 +61,13 @@ def summary_of(res):
     rps_ = [x for x in rps_ if x is not None]
     if rps_:
         a_ = sum(rps_) / len(rps_)
-        out["faster fill (pread vs memcpy)"] = "memcpy" if a_ > 1.02 else "pread" if a_ < 0.98 else "neither"
+        out["faster fill (pread vs memcpy)"] = "memcpy" if a_ > 1.02 else "pread" if a_ < 0.98 else "neither (within 2%)"
     nd_ = (res.get("startup") or {}).get("node") or {}
-    for k in ("default", "thp", "thp-async", "explicit", "share-warm", "node-largepages"):
-        out[NODE_LABELS[k]] = rfmt(ratio(nd_.get(k), nd_.get("default-plain" if k == "default" else "plain")))
+    # The same names as the start-up section's summary rows (startup.target).
+    for k in list(NODE_TARGETS) + ["node-largepages"]:
+        r = rfmt(ratio(nd_.get(k), nd_.get("default-plain" if k == "default" else "plain")))
+        name = "node --use-largepages=on" if k == "node-largepages" else NODE_LABELS[k]
+        out[f"node start-up, {name}"] = r
     for loop, data in ((res.get("itlb") or {}).get("loops") or {}).items():
         row = data.get("46", {})
         out[f"iTLB loop '{loop}', 46 MiB, hugetext THP"] = rfmt(ratio(row.get("4k"), row.get("thp")))
