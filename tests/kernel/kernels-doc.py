@@ -126,6 +126,12 @@ def setup_path(first, second):
         mib(second.get("private_code_bytes", 0)))
 
 
+def skip_reason(stdout):
+    """A skipped test's own reason: its last "SKIP: ..." line."""
+    reasons = [l[5:].strip() for l in stdout.splitlines() if l.startswith("SKIP:")]
+    return reasons[-1] if reasons else "see its log"
+
+
 def suite_counts(path):
     p = f = s = 0
     failed, skipped = [], []
@@ -135,7 +141,7 @@ def suite_counts(path):
             p += 1
         elif r == "SKIP":
             s += 1
-            skipped.append(t.get("name", "?"))
+            skipped.append("%s: %s" % (t.get("name", "?"), skip_reason(t.get("stdout", ""))))
         else:
             f += 1
             failed.append(t.get("name", "?"))
@@ -291,7 +297,8 @@ def main():
         for t in failed:
             notes.append("- %s, %s, THP %s: test `%s` failed." % (release, fs, thp, t))
         for t in skipped:
-            notes.append("- %s, %s, THP %s: test `%s` skipped (see its log)." % (release, fs, thp, t))
+            name, _, reason = t.partition(": ")
+            notes.append("- %s, %s, THP %s: test `%s` skipped: %s." % (release, fs, thp, name, reason or "see its log"))
     print()
     print("Why the second start took its path, and what did not pass:")
     print()
