@@ -1,5 +1,5 @@
 """Section 7: clang 14 compiling LLVM's headers (issue 13's workload)."""
-from .common import alt, fmt, na, ok, ratio, rfmt, verdict
+from .common import alt, fmt, ok, ratio, rfmt, verdict
 
 LABELS = {
     "plain": "plain, libraries in 4 KiB page-cache pages",
@@ -18,9 +18,7 @@ def write(out, R):
     cl = R.get("clang", {})
     w("## 7. clang compiling LLVM's headers")
     w()
-    if not cl or "na" in cl:
-        w(na(cl))
-        w()
+    if out.missing(cl):
         return
     rows = cl.get("rows", {})
     intro(out, cl, rows)

@@ -25,6 +25,14 @@ class Report:
     def w(self, s=""):
         self.lines.append(s)
 
+    def missing(self, data):
+        """True, after writing its n/a line, when a section has no results."""
+        if data and "na" not in data:
+            return False
+        self.w(na(data))
+        self.w()
+        return True
+
     def plot(self, fig, name, alt_text):
         """Saves fig as name in the plots directory and links it from the page."""
         fig.tight_layout()

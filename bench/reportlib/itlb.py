@@ -10,9 +10,7 @@ def write(out, R):
     it = R.get("itlb", {})
     w("## 3. iTLB-bound loops: speed-up against text size")
     w()
-    if not it or "na" in it:
-        w(na(it))
-        w()
+    if out.missing(it):
         return
     w("`bench/bigtext.S` holds one small function on every 4 KiB page of N MiB of code, each at a "
       "different 64-byte line offset (stride 4160 bytes) so that the touched lines do not all fall "

@@ -11,9 +11,7 @@ def write(out, R):
     mem = R.get("memory", {})
     w("## 4. Memory")
     w()
-    if not mem or "na" in mem:
-        w(na(mem))
-        w()
+    if out.missing(mem):
         return
     w(f"K concurrent processes of the {mem.get('mib')} MiB synthetic program (all code touched, then "
       "waiting). Sums over the processes of `/proc/PID/smaps_rollup`: RSS (4 KiB and THP pages, "

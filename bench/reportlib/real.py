@@ -9,9 +9,7 @@ def write(out, R):
     rw = R.get("real", {})
     w("## 5. Real work")
     w()
-    if not rw or "na" in rw:
-        w(na(rw))
-        w()
+    if out.missing(rw):
         return
     gi, ri = rw.get("gxx_info", {}), rw.get("rustc_info", {})
     w("Wall time in seconds, interleaved, median [min–max]. "

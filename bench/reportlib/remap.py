@@ -1,5 +1,5 @@
 """Section 1: the cost of moving N MiB of synthetic code, against one-copy floors."""
-from .common import alt, fmt, na, ok, ratio, rfmt, verdict
+from .common import alt, fmt, ok, ratio, rfmt, verdict
 
 
 def write(out, R):
@@ -16,10 +16,7 @@ def write(out, R):
       "while its CPU time (all threads of the process, shown as a ratio too) stays above it.")
     w()
     rc = R.get("remap", {})
-    if not rc or "na" in rc:
-        w(na(rc))
-        w()
-    else:
+    if not out.missing(rc):
         floors = against_floor(out, rc)
         w()
         if any(ok(v.get("floor-pread")) for _, v in floors):

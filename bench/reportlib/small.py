@@ -7,9 +7,7 @@ def write(out, R):
     sm = R.get("small", {})
     w("## 6. Programs with nothing to move")
     w()
-    if not sm or "na" in sm:
-        w(na(sm))
-        w()
+    if out.missing(sm):
         return
     g = sm.get("goal", {})
     w(f"What the preload costs programs that have no code worth moving (issue 14). `bench/run.sh --only small` "
