@@ -141,7 +141,7 @@ def suite_counts(path):
             p += 1
         elif r == "SKIP":
             s += 1
-            skipped.append("%s: %s" % (t.get("name", "?"), skip_reason(t.get("stdout", ""))))
+            skipped.append((t.get("name", "?"), skip_reason(t.get("stdout", ""))))
         else:
             f += 1
             failed.append(t.get("name", "?"))
@@ -173,7 +173,7 @@ def suite_cell(d):
     done = console_counts(os.path.join(d, "console.log"))
     ok = sum(1 for r in done.values() if r == "OK")
     bad = sorted(t for t, r in done.items() if r not in ("OK", "SKIP"))
-    skip = sorted(t for t, r in done.items() if r == "SKIP")
+    skip = sorted((t, "see its log") for t, r in done.items() if r == "SKIP")
     return "stopped early: %d passed, %d failed, %d skipped" % (ok, len(bad), len(skip)), bad, skip
 
 
@@ -296,9 +296,8 @@ def main():
                 release, fs, thp, env["read_ahead_kb"]))
         for t in failed:
             notes.append("- %s, %s, THP %s: test `%s` failed." % (release, fs, thp, t))
-        for t in skipped:
-            name, _, reason = t.partition(": ")
-            notes.append("- %s, %s, THP %s: test `%s` skipped: %s." % (release, fs, thp, name, reason or "see its log"))
+        for name, reason in skipped:
+            notes.append("- %s, %s, THP %s: test `%s` skipped: %s." % (release, fs, thp, name, reason))
     print()
     print("Why the second start took its path, and what did not pass:")
     print()
