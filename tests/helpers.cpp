@@ -239,6 +239,48 @@ std::string temp_path(const std::string &name)
 	return p;
 }
 
+std::string node_code_object()
+{
+	if (!have_program("node"))
+		return "";
+	prog_result r = run_prog({ "sh", "-c", "ldd \"$(command -v node)\"" });
+	return r.out.find("libnode.so") != std::string::npos ? "libnode" : "node";
+}
+
+world_dir::world_dir()
+{
+	char tmpl[] = "/tmp/hugetext-world-XXXXXX";
+	if (mkdtemp(tmpl) && chmod(tmpl, 0755) == 0)
+		path = tmpl;
+}
+
+world_dir::~world_dir()
+{
+	if (path.empty())
+		return;
+	if (DIR *d = opendir(path.c_str())) {
+		while (struct dirent *e = readdir(d))
+			if (e->d_name[0] != '.')
+				unlink((path + "/" + e->d_name).c_str());
+		closedir(d);
+	}
+	rmdir(path.c_str());
+}
+
+std::string world_dir::put(const std::string &from)
+{
+	std::string to = path + "/" + from.substr(from.rfind('/') + 1);
+	std::ifstream in(from, std::ios::binary);
+	std::ofstream out(to, std::ios::binary | std::ios::trunc);
+	if (path.empty() || !in || !out)
+		return "";
+	out << in.rdbuf();
+	out.close();
+	if (!out || chmod(to.c_str(), 0755) != 0)
+		return "";
+	return to;
+}
+
 // A flat JSON object: "key":value pairs, string values without escapes
 // that matter to the tests (paths are plain here).
 static report_line parse_line(const std::string &s)

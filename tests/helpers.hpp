@@ -43,6 +43,24 @@ std::string source_path(const std::string &rel);
 std::string read_file(const std::string &path);
 bool file_exists(const std::string &path);
 std::string temp_path(const std::string &name);
+// A directory every user can reach, holding copies of build products, for
+// tests that run a program as another user: a clone in root's home (mode
+// 700 on Debian) is out of their reach.  Removed with what it holds.
+struct world_dir {
+	std::string path; // "" when it could not be made
+	world_dir();
+	~world_dir();
+	world_dir(const world_dir &) = delete;
+	world_dir &operator=(const world_dir &) = delete;
+	// Copies @from in, mode 0755; returns the copy's path, or "" on failure.
+	std::string put(const std::string &from);
+};
+
+// Where the node on PATH keeps its code: "libnode" when it is in that
+// shared library (Debian's build: a small /usr/bin/node over libnode.so),
+// "node" when it is in the program (a static build), "" without node.
+std::string node_code_object();
+
 // The path of a complete shared cache entry (*.text) in @dir, or "".
 std::string cache_entry(const std::string &dir);
 

@@ -28,21 +28,38 @@ static unsigned long ok_bytes(const std::vector<report_line> &lines, const std::
 	return total;
 }
 
-TEST_CASE("node runs with about 24 MiB of its text on huge pages", "[real]")
+// The preload's settings that reach node's code: Debian's node keeps it
+// in libnode.so, which the preload takes only when named.
+static std::vector<std::string> node_env(const std::string &obj)
 {
-	if (!have_program("node")) {
+	if (obj == "libnode")
+		return { "HUGETEXT_MATCH=/libnode\\.so" };
+	return {};
+}
+
+TEST_CASE("node runs with at least 20 MiB of its code on huge pages", "[real]")
+{
+	std::string obj = node_code_object();
+	if (obj.empty()) {
 		WARN("node is not installed: not checked");
 		return;
 	}
 	std::string report = temp_path("node.json");
 	const std::string js = "let s=0; for (let i=0;i<1e5;i++) s+=i; console.log(s)";
 	run_result plain = run_cmd({ "node", "-e", js });
-	run_result r = run_cmd({ "node", "-e", js }, { "LD_PRELOAD=" + preload(), "HUGETEXT_REPORT=" + report });
+	// A copy at start-up: whether the defaults can keep the page cache's
+	// pages instead depends on the kernel (test-pagecache covers that).
+	std::vector<std::string> env = { "LD_PRELOAD=" + preload(), "HUGETEXT_REPORT=" + report,
+					 "HUGETEXT_COPY=now" };
+	for (auto &e : node_env(obj))
+		env.push_back(e);
+	run_result r = run_cmd({ "node", "-e", js }, env);
 
+	INFO("node's code is in " << obj);
 	REQUIRE(r.status == 0);
 	CHECK(r.out == plain.out);
 	CHECK(r.err.empty());
-	CHECK(ok_bytes(read_report(report), "node") >= 20ul << 20);
+	CHECK(ok_bytes(read_report(report), obj) >= 20ul << 20);
 }
 
 TEST_CASE("g++ compiles to a byte-identical object with cc1plus moved", "[real]")
@@ -137,18 +154,22 @@ TEST_CASE("with HUGETEXT_ASYNC=1, node and cc1plus are moved while they run and 
 	  "[real][async]")
 {
 	std::vector<std::string> env = { "LD_PRELOAD=" + preload(), "HUGETEXT_ASYNC=1" };
-	if (have_program("node")) {
+	std::string obj = node_code_object();
+	if (!obj.empty()) {
 		// Long enough for the move to end before the program does.
 		std::string report = temp_path("node-async.json");
 		const std::string js = "let s=0; for (let i=0;i<1e7;i++) s+=i%7; console.log(s)";
 		run_result plain = run_cmd({ "node", "-e", js });
 		std::vector<std::string> e = env;
 		e.push_back("HUGETEXT_REPORT=" + report);
+		for (auto &v : node_env(obj))
+			e.push_back(v);
 		run_result r = run_cmd({ "node", "-e", js }, e);
+		INFO("node's code is in " << obj);
 		REQUIRE(r.status == 0);
 		CHECK(r.out == plain.out);
 		CHECK(r.err.empty());
-		CHECK(ok_bytes(read_report(report), "node") >= 20ul << 20);
+		CHECK(ok_bytes(read_report(report), obj) >= 20ul << 20);
 	} else {
 		WARN("node is not installed: not checked");
 	}

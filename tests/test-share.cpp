@@ -293,19 +293,35 @@ TEST_CASE("another user cannot use or poison root's cache", "[share][security]")
 	}
 	cache_env c;
 	REQUIRE(c.fs.ok());
-	run_once(c, "fill.json");
+	// The program and the preload where nobody can reach them: the build may
+	// be in root's home.  Root fills the cache from the same file.
+	world_dir w;
+	std::string p = w.put(prog()), pre = w.put(preload());
+	REQUIRE(!p.empty());
+	REQUIRE(!pre.empty());
+	small_page_cache(p);
+	std::string fill = temp_path("fill.json");
+	std::vector<std::string> env = c.env(fill);
+	env[0] = "LD_PRELOAD=" + pre;
+	run_result r = run_cmd({ p }, env);
+	REQUIRE(r.status == 0);
+	auto filled = ok_lines(read_report(fill));
+	REQUIRE(filled.size() == 1);
+	CHECK(filled[0]["cache"] == "miss");
 	std::string before = read_file(c.entry()).substr(0, 4096);
+	REQUIRE(!before.empty());
 	chmod(c.fs.dir().c_str(), 0755);
 	std::string report = "/tmp/hugetext-nobody-" + std::to_string(getpid()) + ".json";
 	unlink(report.c_str());
+	env = c.env(report);
+	env[0] = "LD_PRELOAD=" + pre;
 	std::vector<std::string> args = { "runuser", "-u", "nobody", "--", "env" };
-	for (auto &e : c.env(report))
-		args.push_back(e);
-	args.push_back(prog());
-	run_result r = run_cmd(args);
+	args.insert(args.end(), env.begin(), env.end());
+	args.push_back(p);
+	r = run_cmd(args);
 	INFO(r.err);
 	CHECK(r.status == 0);
-	CHECK(r.out == run_cmd({ prog() }).out);
+	CHECK(r.out == run_cmd({ p }).out);
 	auto lines = read_report(report);
 	REQUIRE(lines.size() >= 1);
 	for (auto &l : lines)

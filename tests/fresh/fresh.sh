@@ -1,0 +1,185 @@
+#!/bin/bash
+# The fresh-machine check: the README's two commands, verbatim, as a new
+# user runs them on a fresh Debian 12 machine as root, with the clone in
+# root's home directory.
+#
+#   tests/fresh/fresh.sh [--tmp disk,tmpfs] [--only demo|test] [--keep]
+#
+# A Debian 12 root made by debootstrap (bookworm, default variant, as
+# pristine as debootstrap leaves it; cached as a tarball) is unpacked anew
+# for each run; this repository's HEAD is cloned into its /root/hugetext
+# (root's home is mode 700 there, as on Debian); then, in a mount
+# namespace of its own with / a mount point, proc, sys, devtmpfs, devpts,
+# tmpfs on /run and /dev/shm, and /tmp on the root's disk or on a tmpfs,
+# the README's demo command and then its test command run in a chroot,
+# each verbatim, from the clone, with a login's bare environment.
+#
+# Only what reaches Debian's archive comes from this machine: its package
+# sources, its apt Acquire settings for the archive (dates) and its
+# resolv.conf.  The .deb files that apt downloads are kept between runs
+# (HT_FRESH_CACHE/archives, bind-mounted on the root's
+# /var/cache/apt/archives): the README's own apt-get command still installs
+# every package, it only downloads less.  Nothing else is cached.
+#
+# Prints, for each /tmp, one line per command with its exit status (and
+# the suite's counts), and last "fresh: N passed, N failed, N skipped":
+# each command that exited 0 is one pass, each that did not one failure,
+# plus the suite's own counts.  Exits non-zero when anything failed.
+# Needs root; takes 8-15 minutes a run (the first one downloads).
+set -u
+here=$(cd "$(dirname "$0")" && pwd)
+repo=$(cd "$here/../.." && pwd)
+cache=${HT_FRESH_CACHE:-/var/cache/hugetext-fresh}
+tmps="disk tmpfs" only= keep=0
+
+die() {
+	echo "fresh: $*" >&2
+	exit 2
+}
+
+while [ $# -gt 0 ]; do
+	case $1 in
+	--tmp) tmps=${2//,/ }; shift ;;
+	--only) only=$2; shift ;;
+	--keep) keep=1 ;;
+	-h | --help) sed -n '2,/^set -u/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+	*) die "unknown argument $1 (see --help)" ;;
+	esac
+	shift
+done
+[ "$(id -u)" = 0 ] || die "needs root (debootstrap, chroot, mounts)"
+for t in $tmps; do
+	case $t in disk | tmpfs) ;; *) die "--tmp takes disk and tmpfs, not $t" ;; esac
+done
+case $only in '' | demo | test) ;; *) die "--only takes demo or test" ;; esac
+
+# The README's command after the line "<!-- NAME -->", as .ci/run reads it.
+readme_command() {
+	awk -v tag="<!-- $1 -->" '$0 == tag {grab=1; next} grab && /^```sh/ {inside=1; next}
+		inside && /^```/ {exit} inside {print}' "$repo/README.md"
+}
+demo_cmd=$(readme_command demo-command)
+test_cmd=$(readme_command test-command)
+[ -n "$demo_cmd" ] && [ -n "$test_cmd" ] || die "README.md has no demo-command or test-command"
+
+# The pristine root, made once.  debootstrap needs only Debian's archive.
+pristine=$cache/bookworm-debootstrap.tar
+make_pristine() {
+	local dir=$cache/debootstrap.tmp
+	export DEBIAN_FRONTEND=noninteractive
+	command -v debootstrap > /dev/null || apt-get install -y -q debootstrap > /dev/null ||
+		die "cannot install debootstrap"
+	rm -rf "$dir"
+	echo "fresh: debootstrap bookworm (once; cached in $pristine)"
+	debootstrap bookworm "$dir" http://deb.debian.org/debian > "$cache/debootstrap.log" 2>&1 ||
+		die "debootstrap failed; see $cache/debootstrap.log"
+	tar -C "$dir" -cf "$pristine.tmp" . && mv "$pristine.tmp" "$pristine" || die "cannot write $pristine"
+	rm -rf "$dir"
+}
+
+# What lets the root reach Debian's archive as this machine does.
+configure_apt() {
+	local root=$1
+	cp /etc/resolv.conf "$root/etc/resolv.conf" 2>/dev/null
+	if ls /etc/apt/sources.list.d/*.sources > /dev/null 2>&1 || [ -s /etc/apt/sources.list ]; then
+		rm -f "$root/etc/apt/sources.list"
+		cp /etc/apt/sources.list "$root/etc/apt/" 2>/dev/null
+		cp /etc/apt/sources.list.d/*.sources /etc/apt/sources.list.d/*.list "$root/etc/apt/sources.list.d/" 2>/dev/null
+	fi
+	apt-config dump Acquire::Check-Valid-Until Acquire::Check-Date |
+		grep -E '^Acquire::Check-(Valid-Until|Date) ' > "$root/etc/apt/apt.conf.d/00fresh-archive"
+}
+
+# Runs one README command in the root; its output goes to LOG.
+in_root() {
+	local root=$1 tmp=$2 cmd=$3 log=$4
+	unshare --mount --propagation private bash -s "$root" "$tmp" "$cmd" "$cache/archives" > "$log" 2>&1 <<'EOF'
+set -e
+root=$1 tmp=$2 cmd=$3 archives=$4
+mount --bind "$root" "$root"
+mount -t proc proc "$root/proc"
+mount -t sysfs sysfs "$root/sys"
+mount -t devtmpfs devtmpfs "$root/dev"
+mkdir -p "$root/dev/pts" "$root/dev/shm"
+mount -t devpts -o newinstance,ptmxmode=0666 devpts "$root/dev/pts"
+mount -t tmpfs tmpfs "$root/run"
+mount -t tmpfs -o mode=1777 tmpfs "$root/dev/shm"
+[ "$tmp" = tmpfs ] && mount -t tmpfs -o mode=1777 tmpfs "$root/tmp"
+mount --bind "$archives" "$root/var/cache/apt/archives"
+set +e
+cd "$root"
+exec chroot "$root" /usr/bin/env -i HOME=/root USER=root LOGNAME=root SHELL=/bin/bash TERM=dumb \
+	PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin DEBIAN_FRONTEND=noninteractive \
+	/bin/bash -c 'cd /root/hugetext && bash -c "$1"' bash "$cmd"
+EOF
+}
+
+# The suite's counts from meson's log, "passed failed skipped", then one
+# line per skipped or failed test with its name (and a skip's own reason).
+suite_counts() {
+	python3 - "$1" <<'PY'
+import json, sys
+p = f = s = 0
+notes = []
+try:
+    for line in open(sys.argv[1]):
+        t = json.loads(line)
+        r = t.get("result", "")
+        if r in ("OK", "EXPECTEDFAIL"):
+            p += 1
+        elif r == "SKIP":
+            s += 1
+            why = [l for l in t.get("stdout", "").splitlines() if l.startswith("SKIP:")]
+            notes.append("skipped %s: %s" % (t.get("name"), why[-1][5:].strip() if why else "(no reason given)"))
+        else:
+            f += 1
+            notes.append("failed %s (%s)" % (t.get("name"), r))
+except OSError:
+    pass
+print(p, f, s)
+for n in notes:
+    print(n)
+PY
+}
+
+mkdir -p "$cache/archives/partial" || die "cannot make $cache"
+[ -f "$pristine" ] || make_pristine
+[ -n "$(git -C "$repo" status --porcelain --untracked-files=no 2>/dev/null)" ] &&
+	echo "fresh: note: the work tree has uncommitted changes; the check clones HEAD"
+
+pass=0 fail=0 skip=0
+for tmp in $tmps; do
+	root=$cache/root-$tmp
+	rm -rf "$root" && mkdir -p "$root" && tar -C "$root" -xf "$pristine" || die "cannot unpack $pristine"
+	configure_apt "$root"
+	git clone -q "$repo" "$root/root/hugetext" || die "cannot clone $repo"
+	for which in demo test; do
+		[ -n "$only" ] && [ "$only" != "$which" ] && continue
+		[ $which = demo ] && cmd=$demo_cmd || cmd=$test_cmd
+		log=$cache/$tmp-$which.log
+		start=$(date +%s)
+		in_root "$root" "$tmp" "$cmd" "$log"
+		rc=$?
+		took=$(($(date +%s) - start))
+		counts=
+		if [ $which = test ]; then
+			mkdir -p "$cache/logs-$tmp"
+			cp "$root/root/hugetext/build/meson-logs/testlog."* "$cache/logs-$tmp/" 2>/dev/null
+			suite_counts "$root/root/hugetext/build/meson-logs/testlog.json" > "$cache/$tmp-counts.txt"
+			read -r p f s < "$cache/$tmp-counts.txt"
+			counts="; the suite: $p passed, $f failed, $s skipped"
+			pass=$((pass + p)) fail=$((fail + f)) skip=$((skip + s))
+			# Each skip with its reason, so that the log says which limits they are.
+			sed '1d' "$cache/$tmp-counts.txt" | sed "s/^/fresh: $tmp: /"
+		else
+			# The demo's summary, as the user sees it.
+			sed -n '/^median/,$p' "$log" | sed "s/^/fresh: $tmp: demo: /"
+		fi
+		if [ $rc -eq 0 ]; then pass=$((pass + 1)); else fail=$((fail + 1)); fi
+		echo "fresh: /tmp on $tmp: the $which command exited $rc in ${took}s$counts (log: $log)"
+		[ $rc -ne 0 ] && tail -20 "$log" | sed "s/^/fresh: $tmp: | /"
+	done
+	[ $keep = 1 ] || rm -rf "$root"
+done
+echo "fresh: $pass passed, $fail failed, $skip skipped"
+[ "$fail" -eq 0 ]
