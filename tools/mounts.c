@@ -13,36 +13,51 @@
 #include "pool.h"
 #include "sys.h"
 
-/*
- * Calls @fn for each hugetlbfs mount: each line of /proc/self/mounts is
- * asked, per page size, through the library's parser.
- */
-int hte_each_mount(const uint64_t *kb, size_t n, uint64_t def,
-		      int (*fn)(const char *dir, uint64_t kb, void *arg), void *arg)
+int hte_each_mount_line(int (*fn)(const char *line, size_t len, void *arg), void *arg)
 {
-	char *buf, dir[4096];
+	char *buf;
 	size_t len;
 	int err = ht_sys_read_file("/proc/self/mounts", &buf, &len);
 
 	if (err < 0)
 		return err;
-	for (char *p = buf, *end = buf + len; p < end;) {
+	for (char *p = buf, *end = buf + len; p < end && !err;) {
 		char *nl = memchr(p, '\n', (size_t)(end - p));
 		size_t llen = nl ? (size_t)(nl - p) : (size_t)(end - p);
 
-		for (size_t i = 0; i < n; i++) {
-			if (ht_find_hugetlbfs(p, llen, kb[i], def, dir, sizeof(dir)) == 0) {
-				err = fn(dir, kb[i], arg);
-				if (err)
-					goto out;
-				break;
-			}
-		}
+		err = fn(p, llen, arg);
 		p += llen + 1;
 	}
-out:
 	free(buf);
 	return err;
+}
+
+struct each_hugetlbfs {
+	const uint64_t *kb;
+	size_t n;
+	uint64_t def;
+	int (*fn)(const char *dir, uint64_t kb, void *arg);
+	void *arg;
+};
+
+/* One mount line, asked per page size through the library's parser. */
+static int hugetlbfs_line(const char *line, size_t len, void *arg)
+{
+	struct each_hugetlbfs *e = arg;
+	char dir[4096];
+
+	for (size_t i = 0; i < e->n; i++)
+		if (ht_find_hugetlbfs(line, len, e->kb[i], e->def, dir, sizeof(dir)) == 0)
+			return e->fn(dir, e->kb[i], e->arg);
+	return 0;
+}
+
+int hte_each_mount(const uint64_t *kb, size_t n, uint64_t def,
+		      int (*fn)(const char *dir, uint64_t kb, void *arg), void *arg)
+{
+	struct each_hugetlbfs e = { kb, n, def, fn, arg };
+
+	return hte_each_mount_line(hugetlbfs_line, &e);
 }
 
 struct find_mount {
@@ -126,39 +141,44 @@ int hte_do_mount(uint64_t kb, const char *dir)
 
 /* --- the shared text cache's tmpfs (hugetext setup) --- */
 
+struct mount_find {
+	const char *dir;
+	char *type, *opts;
+	size_t tlen, olen;
+	int found;
+};
+
+/* "dev dir type opts 0 0"; the last line for the directory is the mount on top. */
+static int find_line(const char *p, size_t llen, void *arg)
+{
+	struct mount_find *m = arg;
+	size_t dn = strlen(m->dir), n[4];
+	const char *f[4], *q = p;
+
+	for (int i = 0; i < 4; i++) {
+		const char *sp;
+
+		f[i] = q;
+		sp = memchr(q, ' ', (size_t)(p + llen - q));
+		n[i] = sp ? (size_t)(sp - q) : (size_t)(p + llen - q);
+		q = sp ? sp + 1 : p + llen;
+	}
+	if (n[1] == dn && memcmp(f[1], m->dir, dn) == 0 && n[2] < m->tlen && n[3] < m->olen) {
+		memcpy(m->type, f[2], n[2]);
+		m->type[n[2]] = '\0';
+		memcpy(m->opts, f[3], n[3]);
+		m->opts[n[3]] = '\0';
+		m->found = 1;
+	}
+	return 0;
+}
+
 int hte_mount_find(const char *dir, char *type, size_t tlen, char *opts, size_t olen)
 {
-	char *buf;
-	size_t len, dn = strlen(dir);
-	int found = 0, err = ht_sys_read_file("/proc/self/mounts", &buf, &len);
+	struct mount_find m = { dir, type, opts, tlen, olen, 0 };
+	int err = hte_each_mount_line(find_line, &m);
 
-	if (err < 0)
-		return err;
-	/* "dev dir type opts 0 0"; the last line for @dir is the mount on top. */
-	for (char *p = buf, *end = buf + len; p < end;) {
-		char *nl = memchr(p, '\n', (size_t)(end - p)), *f[4];
-		size_t llen = nl ? (size_t)(nl - p) : (size_t)(end - p), n[4];
-		char *q = p;
-
-		for (int i = 0; i < 4; i++) {
-			char *sp;
-
-			f[i] = q;
-			sp = memchr(q, ' ', (size_t)(p + llen - q));
-			n[i] = sp ? (size_t)(sp - q) : (size_t)(p + llen - q);
-			q = sp ? sp + 1 : p + llen;
-		}
-		if (n[1] == dn && memcmp(f[1], dir, dn) == 0 && n[2] < tlen && n[3] < olen) {
-			memcpy(type, f[2], n[2]);
-			type[n[2]] = '\0';
-			memcpy(opts, f[3], n[3]);
-			opts[n[3]] = '\0';
-			found = 1;
-		}
-		p += llen + 1;
-	}
-	free(buf);
-	return found;
+	return err < 0 ? err : m.found;
 }
 
 uint64_t hte_mount_opt_size(const char *opts)

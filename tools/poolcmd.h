@@ -73,6 +73,13 @@ int hte_set_pool(uint64_t kb, const char *count);
 /* --- mounts.c: hugetlbfs mounts --- */
 
 /*
+ * Calls @fn for each line of /proc/self/mounts (@line, @len bytes, no
+ * newline); a nonzero return from @fn stops the walk.
+ * Returns: that return, 0, or a negative errno from reading the table.
+ */
+int hte_each_mount_line(int (*fn)(const char *line, size_t len, void *arg), void *arg);
+
+/*
  * Calls @fn for each hugetlbfs mount of one of the @n page sizes @kb (@def:
  * the default size); a nonzero return from @fn stops the walk and is
  * returned.  Returns: that, 0, or a negative errno.

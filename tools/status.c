@@ -156,28 +156,26 @@ static void read_pools(struct hte_status *st)
 	}
 }
 
+struct mounts_read {
+	struct hte_status *st;
+	uint64_t def;
+};
+
+static int mount_line(const char *line, size_t len, void *arg)
+{
+	struct mounts_read *r = arg;
+	struct hte_huge_mount m;
+
+	if (hte_status_mount_line(line, len, r->def, &m) && hte_status_add_mount(r->st, &m) < 0)
+		return -ENOMEM;
+	return 0;
+}
+
 static int read_mounts(struct hte_status *st)
 {
-	uint64_t def = hte_default_kb();
-	char *buf;
-	size_t len;
-	int err = ht_sys_read_file("/proc/self/mounts", &buf, &len);
+	struct mounts_read r = { st, hte_default_kb() };
 
-	if (err < 0)
-		return err;
-	for (char *p = buf, *end = buf + len; p < end;) {
-		char *nl = memchr(p, '\n', (size_t)(end - p));
-		size_t llen = nl ? (size_t)(nl - p) : (size_t)(end - p);
-		struct hte_huge_mount m;
-
-		if (hte_status_mount_line(p, llen, def, &m) && hte_status_add_mount(st, &m) < 0) {
-			err = -ENOMEM;
-			break;
-		}
-		p += llen + 1;
-	}
-	free(buf);
-	return err;
+	return hte_each_mount_line(mount_line, &r);
 }
 
 static void read_thp(const char *file, char *out, size_t len)
