@@ -227,10 +227,10 @@ static void remove_temp_paths()
 		remove(p.c_str()); // a file, or a directory the test emptied
 }
 
-std::string temp_path(const std::string &name)
+std::string temp_path(const std::string &name, const std::string &in)
 {
 	const char *dir = std::getenv("TMPDIR");
-	std::string p = std::string(dir ? dir : "/tmp") + "/hugetext-test-" +
+	std::string p = (in.empty() ? std::string(dir ? dir : "/tmp") : in) + "/hugetext-test-" +
 			std::to_string(getpid()) + "-" + name;
 	unlink(p.c_str());
 	if (temp_paths().empty())

@@ -42,7 +42,9 @@ std::string source_path(const std::string &rel);
 
 std::string read_file(const std::string &path);
 bool file_exists(const std::string &path);
-std::string temp_path(const std::string &name);
+// A temporary path in TMPDIR (or /tmp), or in the directory @in; removed
+// when the test program exits.
+std::string temp_path(const std::string &name, const std::string &in = "");
 // A directory every user can reach, holding copies of build products, for
 // tests that run a program as another user: a clone in root's home (mode
 // 700 on Debian) is out of their reach.  Removed with what it holds.

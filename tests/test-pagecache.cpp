@@ -24,6 +24,14 @@ extern "C" {
 
 static const size_t MIB2 = 2u << 20;
 
+// The test's files live in the build directory, on the file system the
+// project is on: /tmp is often a tmpfs, whose pages are not the page cache
+// this test is about.
+static std::string disk_path(const std::string &name)
+{
+	return temp_path(name, build_path("tests"));
+}
+
 /*
  * Whether a file in the test directory can sit in 2 MiB page-cache pages
  * that the kernel maps huge: written, dropped, read back through an advised
@@ -31,7 +39,7 @@ static const size_t MIB2 = 2u << 20;
  */
 static bool page_cache_holds_2m()
 {
-	std::string path = temp_path("probe");
+	std::string path = disk_path("probe");
 	int fd = open(path.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 	std::vector<char> buf(MIB2, 'x');
 	bool ok = fd >= 0 && write(fd, buf.data(), MIB2) == (ssize_t)MIB2 && fdatasync(fd) == 0 &&
@@ -60,7 +68,7 @@ extern "C" const char *test_skip_reason(void)
 	if (!thp_enabled())
 		return "transparent huge pages are disabled (enabled is never or absent)";
 	if (!page_cache_holds_2m())
-		return "this kernel or the test directory's file system keeps no 2 MiB page-cache pages";
+		return "this kernel or the build directory's file system keeps no 2 MiB page-cache pages";
 	return nullptr;
 }
 
@@ -73,7 +81,7 @@ static unsigned long num(report_line &l, const char *key)
 // modulo 2 MiB), with its page cache in 4 KiB pages as after a long uptime.
 static std::string cold_copy(const char *name)
 {
-	std::string copy = temp_path(name);
+	std::string copy = disk_path(name);
 	REQUIRE(run_cmd({ "cp", build_path("tests/bigtext-nopie"), copy }).status == 0);
 	small_page_cache(copy);
 	return copy;
@@ -244,7 +252,7 @@ TEST_CASE("huge pages counted with PAGEMAP_SCAN match smaps, and smaps serves wi
 TEST_CASE("without PAGEMAP_SCAN the read-back and the keeping work from smaps", "[pagecache]")
 {
 	const size_t len = 8 * MIB2;
-	std::string path = temp_path("pc-noscan");
+	std::string path = disk_path("pc-noscan");
 	int fd = open(path.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 	REQUIRE(fd >= 0);
 	std::vector<char> buf(MIB2);
