@@ -113,6 +113,18 @@ static int from_cache(const struct ht_region *g)
 	return g->cache && (!strcmp(g->cache, "hit") || !strcmp(g->cache, "miss"));
 }
 
+/*
+ * The code a private copy of @p holds, up to @end (where a budget cut it):
+ * the object's read-only data that the cover-ends setting takes is not
+ * code, and it lies in the span's end pages, which are always copied.
+ */
+static size_t private_code(const struct ht_seg_plan *p, uintptr_t end)
+{
+	size_t n = p->mapped < end - p->span.start ? p->mapped : end - p->span.start;
+
+	return n > p->readonly ? n - p->readonly : 0;
+}
+
 /* Moves one planned span; the region is filled whatever happens. */
 static void move_planned(struct run *r, const struct ht_object *o, const struct ht_seg_query *q,
 			 const struct ht_seg_plan *whole, struct ht_region *g)
@@ -193,7 +205,7 @@ static void move_planned(struct run *r, const struct ht_object *o, const struct 
 		ht_sys_close(src.fd);
 	/* The code the private copy holds: up to where a budget cut it. */
 	if (err == 0 && !from_cache(g))
-		g->private_code_bytes = p->mapped < g->end - p->span.start ? p->mapped : g->end - p->span.start;
+		g->private_code_bytes = private_code(p, g->end);
 	/* The region is the whole span; the verification counts what is huge in it. */
 	g->start = whole->span.start;
 	g->end = whole->span.end;
@@ -234,6 +246,8 @@ static void do_segment(struct run *r, const struct ht_object *o, int i)
 	if (i + 1 < o->nseg)
 		q.next = o->segs[i + 1].start;
 	q.id_addr = ht_object_id_addr(o);
+	if (r->opt->cover_ends)
+		ht_readonly_around(o->segs, o->nseg, i, &q.ro_start, &q.ro_end);
 	do_query(r, o, &q);
 }
 

@@ -237,6 +237,8 @@ static int set_key(struct ht_conf *c, const struct line *l, const char *k, size_
 		err = parse_uint(l, "budget_ms", v, vn, HT_CONF_BUDGET_MAX, &c->budget_ms), bit = HT_CONF_BUDGET_MS;
 	else if (key_is(k, kn, "page_cache"))
 		err = parse_flag(l, "page_cache", v, vn, &c->page_cache), bit = HT_CONF_PAGE_CACHE;
+	else if (key_is(k, kn, "cover_ends"))
+		err = parse_flag(l, "cover_ends", v, vn, &c->cover_ends), bit = HT_CONF_COVER_ENDS;
 	else if (key_is(k, kn, "async"))
 		err = parse_flag(l, "async", v, vn, &c->async), bit = HT_CONF_ASYNC;
 	else if (key_is(k, kn, "share"))

@@ -53,6 +53,7 @@ enum ht_conf_key {
 	HT_CONF_COPY = 1u << 13,
 	HT_CONF_COPY_AFTER_MS = 1u << 14,
 	HT_CONF_TEXT_CACHE_SIZE = 1u << 15,
+	HT_CONF_COVER_ENDS = 1u << 16,
 };
 
 /* mode = ...: the same order as enum ht_mode (internal.h). */
@@ -76,6 +77,7 @@ struct ht_conf {
 	int share;                        /* 0 off, 1 on, 2 auto: as HT_SHARE_* */
 	int copy;                         /* 0 now, 1 auto, 2 never: as HT_COPY_* */
 	unsigned copy_after_ms;
+	int cover_ends;                   /* 0 or 1: ht_options.cover_ends */
 	/* hugetext setup */
 	unsigned pool;                    /* 2 MiB pages; 0: leave the pool alone */
 	char hugetlbfs[HT_CONF_PATH_MAX];

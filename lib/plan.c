@@ -31,16 +31,40 @@ uintptr_t ht_paid_limit(uintptr_t seg_end, uintptr_t limit, size_t huge)
 	return ht_page_pays(seg_end - ht_round_down(seg_end, huge), huge) ? limit : seg_end;
 }
 
+uintptr_t ht_paid_floor(uintptr_t seg_start, uintptr_t seg_end, uintptr_t floor, size_t huge)
+{
+	uintptr_t head_end;
+
+	if (huge == 0 || (huge & (huge - 1)) || floor > seg_start || seg_end <= seg_start ||
+	    seg_start > UINTPTR_MAX - huge)
+		return seg_start;
+	/* The code in the head's page: up to its boundary, or the segment's end before it. */
+	head_end = ht_round_up(seg_start, huge);
+	if (seg_end < head_end)
+		head_end = seg_end;
+	return ht_page_pays(head_end - seg_start, huge) ? floor : seg_start;
+}
+
 int ht_plan_span(uintptr_t seg_start, uintptr_t seg_end, uintptr_t limit,
 		 size_t huge, struct ht_span *out)
 {
+	return ht_plan_span_from(seg_start, seg_end, seg_start, limit, huge, out);
+}
+
+int ht_plan_span_from(uintptr_t seg_start, uintptr_t seg_end, uintptr_t floor,
+		      uintptr_t limit, size_t huge, struct ht_span *out)
+{
 	uintptr_t s, e, tail;
 
-	if (!out || huge == 0 || (huge & (huge - 1)) || seg_end <= seg_start || limit < seg_end)
+	if (!out || huge == 0 || (huge & (huge - 1)) || seg_end <= seg_start || limit < seg_end ||
+	    floor > seg_start)
 		return -EINVAL;
 	if (seg_start > UINTPTR_MAX - huge || seg_end > UINTPTR_MAX - huge)
 		return -ERANGE;
 	s = ht_round_up(seg_start, huge);
+	/* The head may take a whole huge page when the memory before it is ours to share. */
+	if (ht_round_down(seg_start, huge) >= floor)
+		s = ht_round_down(seg_start, huge);
 	e = ht_round_down(seg_end, huge);
 	/* The tail may take a whole huge page when the space after it is ours. */
 	tail = ht_round_up(seg_end, huge);

@@ -46,6 +46,23 @@ int ht_plan_span(uintptr_t seg_start, uintptr_t seg_end, uintptr_t limit,
 		 size_t huge, struct ht_span *out);
 
 /*
+ * The @floor to give ht_plan_span_from() for a segment starting at
+ * @seg_start (and ending at @seg_end): the head's huge page is allowed
+ * only when the code in it pays for the page; otherwise @seg_start.
+ */
+uintptr_t ht_paid_floor(uintptr_t seg_start, uintptr_t seg_end, uintptr_t floor, size_t huge);
+
+/*
+ * ht_plan_span(), and the span may also start below the segment, down to
+ * @floor (<= @seg_start): the memory in [@floor, @seg_start) belongs to
+ * the same object, is never writable and may become executable (the
+ * cover-ends setting).  The head's huge page is taken when it starts at
+ * or above @floor.  @floor == @seg_start is ht_plan_span().
+ */
+int ht_plan_span_from(uintptr_t seg_start, uintptr_t seg_end, uintptr_t floor,
+		      uintptr_t limit, size_t huge, struct ht_span *out);
+
+/*
  * The part of a span that still needs a copy when the kernel maps some of
  * its huge pages from the page cache already.
  * @huge: one flag per 2 MiB page of the span's whole pages of code, set

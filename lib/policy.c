@@ -29,6 +29,8 @@ void ht_policy_from_conf(const struct ht_conf *c, struct ht_options *opt, struct
 		opt->page_cache = c->page_cache;
 	if (c->set & HT_CONF_VERBOSE)
 		opt->verbose = c->verbose;
+	if (c->set & HT_CONF_COVER_ENDS)
+		opt->cover_ends = c->cover_ends;
 	if (c->set & HT_CONF_SHARE)
 		opt->share = c->share;
 	if (c->set & HT_CONF_COPY)

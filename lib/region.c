@@ -2,6 +2,7 @@
 /* Checking a segment against /proc/self/maps (see region.h). */
 #include "region.h"
 
+#include <elf.h>
 #include <errno.h>
 #include <string.h>
 
@@ -150,13 +151,98 @@ static void find_object(const char *maps, size_t len, const struct ht_seg_query 
 		*obj = *first;
 }
 
+/*
+ * Whether [@from, @to) is wholly the object's read-only data: r--p
+ * mappings of its file, one after another with no hole.  Anything else
+ * (a writable mapping, another object, a gap, the loader's PROT_NONE hole,
+ * code moved before) keeps the page off.  *@in_order is cleared when a
+ * file offset does not follow the code's (@delta: offset minus address),
+ * which rules out one pread() of the span.
+ */
+static int readonly_run(const char *maps, size_t len, uintptr_t from, uintptr_t to,
+			const struct ht_map *obj, uint64_t delta, int *in_order)
+{
+	struct ht_map m;
+	size_t pos;
+	uintptr_t at = from;
+
+	if (from >= to)
+		return 1;
+	if (!find_entry(maps, len, from, &m, &pos))
+		return 0;
+	for (;;) {
+		if (!same_file(&m, obj) || strcmp(m.perms, "r--p") != 0)
+			return 0;
+		if (m.offset - m.start != delta)
+			*in_order = 0;
+		if (m.end >= to)
+			return 1;
+		at = m.end;
+		if (!ht_maps_next(maps, len, &pos, &m) || m.start != at)
+			return 0;
+	}
+}
+
+void ht_readonly_around(const struct ht_seg *segs, int n, int i, uintptr_t *lo, uintptr_t *hi)
+{
+	*lo = *hi = 0;
+	if (i < 0 || i >= n)
+		return;
+	*lo = ht_round_down(segs[0].start, HT_PAGE);
+	*hi = ht_round_up(segs[n - 1].end, HT_PAGE);
+	for (int k = 0; k < n; k++) {
+		if (!(segs[k].flags & PF_W))
+			continue;
+		if (k < i && ht_round_up(segs[k].end, HT_PAGE) > *lo)
+			*lo = ht_round_up(segs[k].end, HT_PAGE);
+		if (k > i && ht_round_down(segs[k].start, HT_PAGE) < *hi)
+			*hi = ht_round_down(segs[k].start, HT_PAGE);
+	}
+	/* A writable segment that is the code segment itself, or overlaps it: none. */
+	if ((segs[i].flags & PF_W) || *lo > ht_round_down(segs[i].start, HT_PAGE) ||
+	    *hi < ht_round_up(segs[i].end, HT_PAGE))
+		*lo = *hi = 0;
+}
+
+/* The neighbours the cover-ends setting may take around the code's pages [lo, hi). */
+struct ends {
+	uintptr_t floor;    /* lowest start of the span: q->start when the head is not taken */
+	uintptr_t ro_limit; /* the tail's page end when it may take read-only data, else 0 */
+};
+
+static void readonly_ends(const char *maps, size_t len, const struct ht_seg_query *q,
+			  size_t huge, const struct ht_map *obj, const struct ht_map *first,
+			  int *in_order, struct ends *e)
+{
+	uintptr_t lo = ht_round_down(q->start, HT_PAGE), hi = ht_round_up(q->end, HT_PAGE);
+	uintptr_t head = ht_round_down(q->start, huge), tail = ht_round_up(q->end, huge);
+	uint64_t delta = first->offset - first->start;
+	int head_order = 1, tail_order = 1;
+
+	e->floor = q->start;
+	e->ro_limit = 0;
+	if (q->any_object || !obj->inode || q->ro_end <= q->ro_start || q->end > UINTPTR_MAX - huge)
+		return;
+	if (head < lo && head >= q->ro_start &&
+	    readonly_run(maps, len, head, lo, obj, delta, &head_order))
+		e->floor = ht_paid_floor(q->start, q->end, head, huge);
+	if (tail > hi && tail <= q->ro_end &&
+	    readonly_run(maps, len, hi, tail, obj, delta, &tail_order))
+		e->ro_limit = ht_paid_limit(q->end, tail, huge) == tail ? tail : 0;
+	/* Offsets matter only for the parts that are taken. */
+	if ((e->floor < q->start && !head_order) || (e->ro_limit && !tail_order))
+		*in_order = 0;
+}
+
 int ht_plan_segment(const char *maps, size_t len, const struct ht_seg_query *q,
 		    size_t huge, struct ht_seg_plan *plan)
 {
 	uintptr_t lo = ht_round_down(q->start, HT_PAGE), hi = ht_round_up(q->end, HT_PAGE);
+	uintptr_t limit, code_from, code_to;
 	struct ht_map first, obj;
+	struct ends ends;
 	size_t pos;
-	int free_gap, err;
+	int free_gap = 0, err, tail_ro;
 
 	memset(plan, 0, sizeof(*plan));
 	if (q->end <= q->start || !find_entry(maps, len, lo, &first, &pos))
@@ -170,13 +256,20 @@ int ht_plan_segment(const char *maps, size_t len, const struct ht_seg_query *q,
 	err = check_cover(maps, len, hi, &first, pos, &obj, q->any_object, &plan->file_backed);
 	if (err < 0)
 		return err;
-	err = ht_plan_span(q->start, q->end,
-			   ht_paid_limit(q->end, gap_end(maps, len, q, huge, &obj, &free_gap), huge),
-			   huge, &plan->span);
+	readonly_ends(maps, len, q, huge, &obj, &first, &plan->file_backed, &ends);
+	limit = ends.ro_limit ? ends.ro_limit
+			      : ht_paid_limit(q->end, gap_end(maps, len, q, huge, &obj, &free_gap), huge);
+	err = ht_plan_span_from(q->start, q->end, ends.floor, limit, huge, &plan->span);
 	if (err < 0)
 		return err;
-	plan->mapped = (hi < plan->span.end ? hi : plan->span.end) - plan->span.start;
-	plan->reserve_gap = plan->span.end > hi && free_gap;
+	tail_ro = ends.ro_limit && plan->span.end > hi;
+	plan->mapped = (tail_ro || hi >= plan->span.end ? plan->span.end : hi) - plan->span.start;
+	plan->reserve_gap = plan->span.end > hi && free_gap && !tail_ro;
+	code_from = q->start > plan->span.start ? q->start : plan->span.start;
+	code_to = q->end < plan->span.end ? q->end : plan->span.end;
+	plan->code = code_to - code_from;
+	plan->readonly = (plan->span.start < lo ? q->start - plan->span.start : 0) +
+			 (tail_ro ? plan->span.end - q->end : 0);
 	if (plan->file_backed)
 		plan->file_off = first.offset + (plan->span.start - first.start);
 	return 0;

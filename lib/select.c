@@ -13,12 +13,28 @@
 #include <regex.h>
 #include <string.h>
 
+/* Whether @at lies in a 2 MiB page that some executable segment of @o reaches. */
+static int near_code(const struct ht_object *o, uintptr_t at)
+{
+	for (int k = 0; k < o->nseg; k++)
+		if ((o->segs[k].flags & PF_X) && ht_round_down(o->segs[k].start, HT_HUGE_PAGE_SIZE) <= at &&
+		    at < ht_round_up(o->segs[k].end, HT_HUGE_PAGE_SIZE))
+			return 1;
+	return 0;
+}
+
 /*
  * An address inside one of the object's segments that is never moved (not
  * executable): its maps entry names the object's file even after a move.
+ * The cover-ends setting moves read-only data in the code's end pages
+ * too, so a segment start outside those pages comes first (the data
+ * segment's, often); else the first that is not code.
  */
 uintptr_t ht_object_id_addr(const struct ht_object *o)
 {
+	for (int k = 0; k < o->nseg; k++)
+		if (!(o->segs[k].flags & PF_X) && !near_code(o, o->segs[k].start))
+			return o->segs[k].start;
 	for (int k = 0; k < o->nseg; k++)
 		if (!(o->segs[k].flags & PF_X))
 			return o->segs[k].start;

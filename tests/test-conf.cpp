@@ -462,3 +462,15 @@ TEST_CASE("the loader survives failing system calls, with the reason and nothing
 
 	CHECK(load(f.path)->conf.pool == 3);
 }
+
+TEST_CASE("cover_ends is a flag, off unless set", "[conf]")
+{
+	auto on = parse("cover_ends = 1\n");
+	REQUIRE(on->rc == 0);
+	CHECK(on->conf.set == HT_CONF_COVER_ENDS);
+	CHECK(on->conf.cover_ends == 1);
+	auto none = parse("mode = thp\n");
+	REQUIRE(none->rc == 0);
+	CHECK_FALSE(none->conf.set & HT_CONF_COVER_ENDS);
+	CHECK(parse("cover_ends = yes\n")->rc == -EINVAL);
+}

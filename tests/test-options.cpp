@@ -179,3 +179,14 @@ TEST_CASE("value names and texts cover every value and reject others", "[strings
 	CHECK(std::string(ht_mode_str((enum ht_mode)9)) == "unknown");
 	CHECK(std::string(ht_version()) == HT_VERSION_STRING);
 }
+
+TEST_CASE("HUGETEXT_COVER_ENDS is off by default and takes a boolean", "[options]")
+{
+	std::string notes;
+
+	CHECK(env_opts({}).cover_ends == 0);
+	CHECK(env_opts({ { "HUGETEXT_COVER_ENDS", "1" } }).cover_ends == 1);
+	CHECK(env_opts({ { "HUGETEXT_COVER_ENDS", "off" } }).cover_ends == 0);
+	CHECK(env_opts({ { "HUGETEXT_COVER_ENDS", "sometimes" } }, &notes).cover_ends == 0);
+	CHECK(notes.find("HUGETEXT_COVER_ENDS") != std::string::npos);
+}

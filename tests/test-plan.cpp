@@ -2,6 +2,7 @@
 #include <catch2/catch.hpp>
 
 #include <cerrno>
+#include <elf.h>
 #include <string>
 
 extern "C" {
@@ -151,7 +152,7 @@ static const std::string two_segments =
 static int plan(const std::string &maps, uintptr_t s, uintptr_t e, uintptr_t next,
 		struct ht_seg_plan *p)
 {
-	struct ht_seg_query q = { s, e, next, 0, 0 };
+	struct ht_seg_query q = { s, e, next, 0, 0, 0, 0 };
 	return ht_plan_segment(maps.data(), maps.size(), &q, M2, p);
 }
 
@@ -204,7 +205,7 @@ TEST_CASE("a library linked with 2 MiB segments and a few KiB of code gets no hu
 		"7f0000200000-7f0000202000 r-xp 00200000 08:02 12 /usr/lib/libtiny.so\n"
 		"7f0000202000-7f0000400000 ---p 00202000 08:02 12 /usr/lib/libtiny.so\n"
 		"7f0000400000-7f0000401000 r--p 00400000 08:02 12 /usr/lib/libtiny.so\n";
-	struct ht_seg_query q = { 0x7f0000200000, 0x7f00002012e1, 0x7f0000400000, 0, 0x7f0000000000 };
+	struct ht_seg_query q = { 0x7f0000200000, 0x7f00002012e1, 0x7f0000400000, 0, 0x7f0000000000, 0, 0 };
 	struct ht_seg_plan p;
 
 	CHECK(ht_plan_segment(maps.data(), maps.size(), &q, M2, &p) == -ERANGE);
@@ -299,7 +300,7 @@ TEST_CASE("range mode accepts anonymous code but never extends it", "[region]")
 {
 	const std::string maps =
 		"00600000-02a00000 r-xp 00000000 00:00 0 \n";
-	struct ht_seg_query q = { 0x600000, 0x2900000, 0, 1, 0 };
+	struct ht_seg_query q = { 0x600000, 0x2900000, 0, 1, 0, 0, 0 };
 	struct ht_seg_plan p;
 
 	REQUIRE(ht_plan_segment(maps.data(), maps.size(), &q, M2, &p) == 0);
@@ -327,11 +328,293 @@ TEST_CASE("a segment moved from its first page on is told from its object", "[re
 		"00400000-00401000 r--p 00000000 08:02 10 /bin/aligned\n"
 		"00600000-02a00000 r-xp 00000000 00:0f 4242 /anon_hugepage (deleted)\n"
 		"02c00000-02c01000 rw-p 00400000 08:02 10 /bin/aligned\n";
-	struct ht_seg_query q = { 0x600000, 0x29ff000, 0x2c00000, 0, 0x400000 };
+	struct ht_seg_query q = { 0x600000, 0x29ff000, 0x2c00000, 0, 0x400000, 0, 0 };
 	struct ht_seg_plan p;
 
 	CHECK(ht_plan_segment(maps.data(), maps.size(), &q, M2, &p) == -EALREADY);
 	// Without naming the object's other segment, the moved pages would pass for the object.
 	q.id_addr = 0;
 	CHECK(ht_plan_segment(maps.data(), maps.size(), &q, M2, &p) == 0);
+}
+
+// --- cover-ends: the end pages take the object's read-only neighbours ---
+
+TEST_CASE("the head's page is taken from a floor below the segment only when its code pays", "[plan]")
+{
+	struct ht_span s;
+
+	// 1.2 MiB of code in the head's page, headers below it from 0x400000.
+	REQUIRE(ht_plan_span_from(0x4cd000, 0x9f69a9, 0x400000, 0xa00000, M2, &s) == 0);
+	CHECK(s.start == 0x400000);
+	CHECK(s.end == 0xa00000);
+	// The floor above the page's start: the head stays on small pages.
+	REQUIRE(ht_plan_span_from(0x4cd000, 0x9f69a9, 0x401000, 0xa00000, M2, &s) == 0);
+	CHECK(s.start == 0x600000);
+	// The paid floor: half a page of code is enough, one byte less is not.
+	CHECK(ht_paid_floor(0x500000, 0x900000, 0x400000, M2) == 0x400000);
+	CHECK(ht_paid_floor(0x500001, 0x900000, 0x400000, M2) == 0x500001);
+	// A segment inside one page counts only its own bytes.
+	CHECK(ht_paid_floor(0x480000, 0x500000, 0x400000, M2) == 0x480000);
+	CHECK(ht_paid_floor(0x480000, 0x580000, 0x400000, M2) == 0x400000);
+	// Inconsistent: a floor above the segment.
+	CHECK(ht_plan_span_from(0x4cd000, 0x9f69a9, 0x500000, 0xa00000, M2, &s) == -EINVAL);
+	CHECK(ht_paid_floor(0x4cd000, 0x9f69a9, 0x500000, M2) == 0x4cd000);
+}
+
+TEST_CASE("cover-ends spans hold at most twice their code in huge pages", "[plan]")
+{
+	uint64_t x = 2463534242ull;
+	auto next = [&x](uint64_t mod) {
+		x ^= x << 13;
+		x ^= x >> 7;
+		x ^= x << 17;
+		return x % mod;
+	};
+	int planned = 0, headed = 0;
+
+	for (int i = 0; i < 100000; i++) {
+		uintptr_t start = 0x2000000 + next(8 << 20);
+		uintptr_t end = start + 1 + next(i % 2 ? (6 << 20) : (1 << 20));
+		uintptr_t floor = start - next(4 << 20);
+		uintptr_t limit = end + next(4 << 20);
+		struct ht_span s;
+
+		if (ht_plan_span_from(start, end, ht_paid_floor(start, end, floor, M2),
+				      ht_paid_limit(end, limit, M2), M2, &s) != 0)
+			continue;
+		planned++;
+		headed += s.start < start;
+		uintptr_t code = (end < s.end ? end : s.end) - (start > s.start ? start : s.start);
+		INFO(std::hex << floor << " " << start << "-" << end << " limit " << limit);
+		REQUIRE(s.start >= floor);
+		REQUIRE(s.end <= limit);
+		REQUIRE(s.end - s.start <= 2 * code);
+	}
+	CHECK(planned > 1000);
+	CHECK(headed > 1000);
+}
+
+TEST_CASE("the read-only bounds stop at writable segments, RELRO included", "[region]")
+{
+	// postgres's layout at 0x400000: headers r--, code, .rodata r--, RELRO+data rw-.
+	const struct ht_seg segs[] = {
+		{ 0x400000, 0x4cca60, PF_R },
+		{ 0x4cd000, 0x9f69a9, PF_R | PF_X },
+		{ 0x9f7000, 0xc4fe30, PF_R },
+		{ 0xc508b0, 0xcb7900, PF_R | PF_W },
+	};
+	uintptr_t lo, hi;
+
+	ht_readonly_around(segs, 4, 1, &lo, &hi);
+	CHECK(lo == 0x400000);
+	CHECK(hi == 0xc50000);
+	// Data before the code: the bound is the page after it.
+	const struct ht_seg data_first[] = {
+		{ 0x400000, 0x400800, PF_R | PF_W },
+		{ 0x401000, 0x480000, PF_R },
+		{ 0x480000, 0x900000, PF_R | PF_X },
+	};
+	ht_readonly_around(data_first, 3, 2, &lo, &hi);
+	CHECK(lo == 0x401000);
+	CHECK(hi == 0x900000);
+	// Writable code (or a bad index): no bounds, the rule is off.
+	const struct ht_seg wx[] = { { 0x400000, 0x900000, PF_R | PF_W | PF_X } };
+	ht_readonly_around(wx, 1, 0, &lo, &hi);
+	CHECK(lo == 0);
+	CHECK(hi == 0);
+	ht_readonly_around(segs, 4, 4, &lo, &hi);
+	CHECK(hi == 0);
+}
+
+// postgres, loaded at a 2 MiB boundary (hugetext edit --align).
+static const std::string pg_aligned =
+	"55e0c0400000-55e0c04cd000 r--p 00000000 08:02 20 /usr/lib/postgresql/15/bin/postgres\n"
+	"55e0c04cd000-55e0c09f7000 r-xp 000cd000 08:02 20 /usr/lib/postgresql/15/bin/postgres\n"
+	"55e0c09f7000-55e0c0c50000 r--p 005f7000 08:02 20 /usr/lib/postgresql/15/bin/postgres\n"
+	"55e0c0c50000-55e0c0c71000 r--p 00850000 08:02 20 /usr/lib/postgresql/15/bin/postgres\n"
+	"55e0c0c71000-55e0c0c86000 rw-p 00871000 08:02 20 /usr/lib/postgresql/15/bin/postgres\n"
+	"55e0c0c86000-55e0c0cb8000 rw-p 00000000 00:00 0 \n";
+
+static struct ht_seg_query pg_query(uintptr_t base, int ends)
+{
+	struct ht_seg_query q = { base + 0xcd000, base + 0x5f69a9, base + 0x5f7000, 0, base + 0x8508b0, 0, 0 };
+
+	if (ends) {
+		q.ro_start = base;
+		q.ro_end = base + 0x850000;
+	}
+	return q;
+}
+
+static int plan_q(const std::string &maps, const struct ht_seg_query &q, struct ht_seg_plan *p)
+{
+	return ht_plan_segment(maps.data(), maps.size(), &q, M2, p);
+}
+
+TEST_CASE("cover-ends takes the headers and .rodata in the code's end pages", "[region]")
+{
+	const uintptr_t base = 0x55e0c0400000;
+	struct ht_seg_plan p;
+
+	// Off: the 2 MiB of whole pages inside the code.
+	struct ht_seg_query q = pg_query(base, 0);
+	REQUIRE(plan_q(pg_aligned, q, &p) == 0);
+	CHECK(p.span.start == base + 0x200000);
+	CHECK(p.span.end == base + 0x400000);
+	CHECK(p.readonly == 0);
+	CHECK(p.code == 0x200000);
+
+	// On: all the code, from the headers' first byte to inside .rodata.
+	q = pg_query(base, 1);
+	REQUIRE(plan_q(pg_aligned, q, &p) == 0);
+	CHECK(p.span.start == base);
+	CHECK(p.span.end == base + 0x600000);
+	CHECK(p.code == 0x5299a9);
+	CHECK(p.readonly == 0x600000 - 0x5299a9);
+	CHECK(p.mapped == 0x600000);
+	CHECK_FALSE(p.reserve_gap);
+	// One pread of the whole span: the offsets follow the addresses.
+	CHECK(p.file_backed);
+	CHECK(p.file_off == 0);
+	CHECK(std::string(p.path) == "/usr/lib/postgresql/15/bin/postgres");
+}
+
+// postgres's layout at any page-aligned base (ASLR), as the maps show it.
+static std::string pg_at(uintptr_t base)
+{
+	static const struct { uintptr_t from, to, off; const char *perms; } m[] = {
+		{ 0, 0xcd000, 0, "r--p" }, { 0xcd000, 0x5f7000, 0xcd000, "r-xp" },
+		{ 0x5f7000, 0x850000, 0x5f7000, "r--p" }, { 0x850000, 0x871000, 0x850000, "r--p" },
+		{ 0x871000, 0x886000, 0x871000, "rw-p" },
+	};
+	std::string out;
+	char line[160];
+
+	for (auto &e : m) {
+		snprintf(line, sizeof(line), "%lx-%lx %s %08lx 08:02 20 /pg\n", (unsigned long)(base + e.from),
+			 (unsigned long)(base + e.to), e.perms, (unsigned long)e.off);
+		out += line;
+	}
+	return out;
+}
+
+TEST_CASE("cover-ends at an unaligned base: the head only when its page starts in the headers", "[region]")
+{
+	struct ht_seg_plan p;
+
+	// 0x140000 past a boundary: the head's page starts inside the headers.
+	uintptr_t base = 0x55e0c0540000;
+	REQUIRE(plan_q(pg_at(base), pg_query(base, 1), &p) == 0);
+	CHECK(p.span.start == 0x55e0c0600000);
+	CHECK(p.span.end == 0x55e0c0c00000);
+	CHECK(p.code == 0x5299a9);
+	CHECK(p.readonly == (0x60d000 - 0x600000) + (0xc00000 - 0xb369a9));
+	CHECK(p.file_backed);
+	CHECK(p.file_off == 0x600000 - 0x540000);
+
+	// 0x100000 past a boundary: the head's page starts below the object
+	// (free space, not the object's own), and the tail's page holds less
+	// than 1 MiB of code: as without the setting.
+	base = 0x55e0c0500000;
+	REQUIRE(plan_q(pg_at(base), pg_query(base, 1), &p) == 0);
+	CHECK(p.span.start == 0x55e0c0600000);
+	CHECK(p.span.end == 0x55e0c0a00000);
+	CHECK(p.readonly == 0);
+	struct ht_seg_plan off;
+	REQUIRE(plan_q(pg_at(base), pg_query(base, 0), &off) == 0);
+	CHECK(off.span.start == p.span.start);
+	CHECK(off.span.end == p.span.end);
+}
+
+TEST_CASE("cover-ends never covers less than the default, at every base", "[region]")
+{
+	size_t with = 0, without = 0;
+
+	for (uintptr_t b = 0; b < M2; b += 0x1000) {
+		uintptr_t base = 0x55e0c0000000 + b;
+		std::string maps = pg_at(base);
+		struct ht_seg_plan on, off;
+
+		INFO(std::hex << base);
+		REQUIRE(plan_q(maps, pg_query(base, 1), &on) == 0);
+		REQUIRE(plan_q(maps, pg_query(base, 0), &off) == 0);
+		REQUIRE(on.span.start <= off.span.start);
+		REQUIRE(on.span.end >= off.span.end);
+		REQUIRE(on.span.end - on.span.start <= 2 * on.code);
+		with += on.code;
+		without += off.code;
+	}
+	// Over all 512 placements: the setting covers more on average.
+	CHECK(with > without);
+}
+
+TEST_CASE("cover-ends refuses a page with anything but the object's read-only data", "[region]")
+{
+	const uintptr_t base = 0x55e0c0400000;
+	struct ht_seg_query q = pg_query(base, 1);
+	struct ht_seg_plan p;
+	auto with = [](const char *line, int at) {
+		// Replace line @at of pg_aligned by @line.
+		std::string out, l;
+		size_t pos = 0;
+		for (int i = 0; pos < pg_aligned.size(); i++) {
+			size_t nl = pg_aligned.find('\n', pos);
+			l = pg_aligned.substr(pos, nl + 1 - pos);
+			out += i == at ? std::string(line) : l;
+			pos = nl + 1;
+		}
+		return out;
+	};
+
+	// A writable neighbour: .rodata's mapping made writable (mprotect).
+	std::string rw_tail = with("55e0c09f7000-55e0c0c50000 rw-p 005f7000 08:02 20 /usr/lib/postgresql/15/bin/postgres\n", 2);
+	REQUIRE(plan_q(rw_tail, q, &p) == 0);
+	CHECK(p.span.start == base);
+	CHECK(p.span.end == base + 0x400000);
+	// A writable head (the headers made writable).
+	std::string rw_head = with("55e0c0400000-55e0c04cd000 rw-p 00000000 08:02 20 /usr/lib/postgresql/15/bin/postgres\n", 0);
+	REQUIRE(plan_q(rw_head, q, &p) == 0);
+	CHECK(p.span.start == base + 0x200000);
+	CHECK(p.span.end == base + 0x600000);
+	// Another object's bytes in the head's page.
+	std::string other = with("55e0c0400000-55e0c04cd000 r--p 00000000 08:02 99 /usr/lib/other.so\n", 0);
+	REQUIRE(plan_q(other, q, &p) == 0);
+	CHECK(p.span.start == base + 0x200000);
+	// A gap in the head's page (the headers' mapping starts later).
+	std::string gap = with("55e0c0401000-55e0c04cd000 r--p 00001000 08:02 20 /usr/lib/postgresql/15/bin/postgres\n", 0);
+	REQUIRE(plan_q(gap, q, &p) == 0);
+	CHECK(p.span.start == base + 0x200000);
+	// The loader's PROT_NONE hole of the same object is not read-only data either.
+	std::string hole = with("55e0c09f7000-55e0c0c50000 ---p 005f7000 08:02 20 /usr/lib/postgresql/15/bin/postgres\n", 2);
+	REQUIRE(plan_q(hole, q, &p) == 0);
+	CHECK(p.span.end == base + 0x400000);
+	// A page past the read-only bounds (a writable segment's page, RELRO
+	// shown r--p in the maps) is never taken.
+	q.ro_end = base + 0x5f7000;
+	REQUIRE(plan_q(pg_aligned, q, &p) == 0);
+	CHECK(p.span.end == base + 0x400000);
+	q = pg_query(base, 1);
+	q.ro_start = base + 0x1000;
+	REQUIRE(plan_q(pg_aligned, q, &p) == 0);
+	CHECK(p.span.start == base + 0x200000);
+	// Neighbours whose offsets do not follow the code's: no single pread.
+	std::string moved = with("55e0c0400000-55e0c04cd000 r--p 00100000 08:02 20 /usr/lib/postgresql/15/bin/postgres\n", 0);
+	q = pg_query(base, 1);
+	REQUIRE(plan_q(moved, q, &p) == 0);
+	CHECK(p.span.start == base);
+	CHECK_FALSE(p.file_backed);
+}
+
+TEST_CASE("a span moved with its neighbours is recognised as moved", "[region]")
+{
+	const uintptr_t base = 0x55e0c0400000;
+	const std::string maps =
+		"55e0c0400000-55e0c0600000 r-xp 00000000 00:00 0 \n"
+		"55e0c0600000-55e0c0c50000 r--p 00600000 08:02 20 /usr/lib/postgresql/15/bin/postgres\n"
+		"55e0c0c50000-55e0c0c71000 r--p 00850000 08:02 20 /usr/lib/postgresql/15/bin/postgres\n"
+		"55e0c0c71000-55e0c0c86000 rw-p 00871000 08:02 20 /usr/lib/postgresql/15/bin/postgres\n";
+	struct ht_seg_query q = pg_query(base, 1);
+	struct ht_seg_plan p;
+
+	CHECK(plan_q(maps, q, &p) == -EALREADY);
 }

@@ -115,6 +115,14 @@ struct ht_options {
 	 * hugeedit's flag are moved whatever their size.  0: no minimum.
 	 */
 	uint64_t min_code;
+	/*
+	 * Nonzero: the huge pages at the two ends of a code segment also take
+	 * the object's read-only bytes that share them (ELF headers, symbol
+	 * tables, .rodata), which become executable in the copy; a page with
+	 * anything writable, another object or a hole is never taken.  0 (the
+	 * default): only pages of code, and the tail over free space.
+	 */
+	int cover_ends;
 };
 
 /* ht_options.share */
