@@ -119,6 +119,27 @@ static void print_page_cache(FILE *out, const char *path, const struct hte_elf *
 	}
 }
 
+/*
+ * What HUGETEXT_COVER_ENDS=1 adds where the code shares its end pages
+ * with read-only data of the file, at any load address and at a 2 MiB
+ * boundary (what edit --align gives a position-independent file).
+ */
+static void print_cover_ends(FILE *out, const char *path, const struct hte_elf *e,
+			     const struct hte_file_cover *c)
+{
+	char h1[32], h2[32];
+
+	fprintf(out, "  With HUGETEXT_COVER_ENDS=1 (the read-only bytes that share the code's end pages\n"
+		"  become executable; nothing writable): %s (%.1f%%)%s", hte_human(c->ends_covered, h1, sizeof(h1)),
+		hte_percent(c->ends_covered, c->bytes), c->exact ? ".\n" : " guaranteed");
+	if (!c->exact)
+		fprintf(out, ", %s at best;\n  loaded on a 2 MiB boundary: %s (%.1f%%)%s\n",
+			hte_human(c->ends_best, h1, sizeof(h1)), hte_human(c->ends_aligned, h2, sizeof(h2)),
+			hte_percent(c->ends_aligned, c->bytes),
+			e->type == ET_DYN ? ", which edit --align makes sure of" : "");
+	(void)path;
+}
+
 void hte_print_file_cover(FILE *out, const char *path, const struct hte_elf *e,
 			  const struct hte_file_cover *c)
 {
@@ -157,6 +178,8 @@ void hte_print_file_cover(FILE *out, const char *path, const struct hte_elf *e,
 		fprintf(out, "  Relinking with %s\n  would cover all %s (%s more).\n", HTE_RELINK_FLAGS,
 			hte_human(c->bytes, h2, sizeof(h2)), hte_human(c->bytes - c->covered, h3, sizeof(h3)));
 	}
+	if (c->ends_aligned > c->covered || c->ends_covered > c->covered)
+		print_cover_ends(out, path, e, c);
 	print_page_cache(out, path, e, c);
 }
 
@@ -259,12 +282,16 @@ static void print_file_json(FILE *out, const struct hte_file *f, const struct ht
 		hte_json_str(out, f->path);
 		fprintf(out, ", \"segment\": %u, \"vaddr\": %llu, \"offset\": %llu, \"bytes\": %llu, "
 			"\"align\": %llu, \"huge_bytes\": %llu, \"best_huge_bytes\": %llu, \"exact\": %s, "
-			"\"span_start\": %llu, \"span_end\": %llu, \"flag\": %s, \"relink_huge_bytes\": %llu",
+			"\"span_start\": %llu, \"span_end\": %llu, \"flag\": %s, \"relink_huge_bytes\": %llu, "
+			"\"cover_ends_huge_bytes\": %llu, \"cover_ends_best_huge_bytes\": %llu, "
+			"\"cover_ends_aligned_huge_bytes\": %llu",
 			s->index, (unsigned long long)s->vaddr, (unsigned long long)s->offset,
 			(unsigned long long)v->bytes, (unsigned long long)s->align,
 			(unsigned long long)v->covered, (unsigned long long)v->best, v->exact ? "true" : "false",
 			(unsigned long long)v->span_start, (unsigned long long)v->span_end,
-			s->flags & HTE_PF_HUGETLB ? "true" : "false", (unsigned long long)v->bytes);
+			s->flags & HTE_PF_HUGETLB ? "true" : "false", (unsigned long long)v->bytes,
+			(unsigned long long)v->ends_covered, (unsigned long long)v->ends_best,
+			(unsigned long long)v->ends_aligned);
 		{
 			char why[200];
 

@@ -68,6 +68,58 @@ static uint64_t covered_at(const struct hte_seg *segs, size_t n, size_t i, uint6
 	return (span->end < end - base ? span->end : end - base) - span->start;
 }
 
+/* A loadable segment that is never writable nor code: what cover-ends may take. */
+static int read_only(const struct hte_seg *s)
+{
+	return s->type == PT_LOAD && s->memsz > 0 && s->filesz == s->memsz && !(s->flags & (PF_W | PF_X));
+}
+
+/*
+ * How far the read-only segments that touch segment @i reach, page by
+ * page, below (*@lo) and above (*@hi) it, at load address @base: what the
+ * maps would show as r--p of the same file, with no hole.  Mirrors
+ * ht_readonly_around() and readonly_run() in lib/region.c.
+ */
+static void read_only_reach(const struct hte_seg *segs, size_t n, size_t i, uint64_t base,
+			    uint64_t *lo, uint64_t *hi)
+{
+	int moved = 1;
+
+	*lo = ht_round_down(base + segs[i].vaddr, HTE_PAGE);
+	*hi = ht_round_up(base + segs[i].vaddr + segs[i].memsz, HTE_PAGE);
+	while (moved) {
+		moved = 0;
+		for (size_t k = 0; k < n; k++) {
+			uint64_t s = ht_round_down(base + segs[k].vaddr, HTE_PAGE);
+			uint64_t e = ht_round_up(base + segs[k].vaddr + segs[k].memsz, HTE_PAGE);
+
+			if (k == i || !read_only(&segs[k]))
+				continue;
+			if (e == *lo && s < *lo)
+				*lo = s, moved = 1;
+			if (s == *hi && e > *hi)
+				*hi = e, moved = 1;
+		}
+	}
+}
+
+/* Coverage with cover-ends at @base: the library's rule on the program headers. */
+static uint64_t covered_ends_at(const struct hte_seg *segs, size_t n, size_t i, uint64_t base)
+{
+	uint64_t start = base + segs[i].vaddr, end = start + segs[i].memsz, lo, hi;
+	uint64_t limit = ht_paid_limit(end, limit_after(segs, n, i, base), HTE_HUGE);
+	uint64_t tail = ht_round_up(end, HTE_HUGE);
+	struct ht_span span;
+
+	read_only_reach(segs, n, i, base, &lo, &hi);
+	if (tail <= hi && ht_paid_limit(end, tail, HTE_HUGE) == tail)
+		limit = tail > limit ? tail : limit;
+	if (ht_plan_span_from(start, end, ht_paid_floor(start, end, lo, HTE_HUGE), limit, HTE_HUGE,
+			      &span) < 0)
+		return 0;
+	return (span.end < end ? span.end : end) - (span.start > start ? span.start : start);
+}
+
 int hte_cover_segment(const struct hte_seg *segs, size_t n, size_t i, uint64_t align,
 		      struct hte_cover *out)
 {
@@ -95,6 +147,17 @@ int hte_cover_segment(const struct hte_seg *segs, size_t n, size_t i, uint64_t a
 			out->span_end = span.end;
 		}
 	}
+	/* The loader puts the file's first segment at the base; 2 MiB apart from it is aligned. */
+	out->ends_covered = UINT64_MAX;
+	for (uint64_t base = 0; base < HTE_HUGE; base += out->exact ? HTE_HUGE : align) {
+		uint64_t c = covered_ends_at(segs, n, i, base);
+
+		if (c > out->ends_best)
+			out->ends_best = c;
+		if (c < out->ends_covered)
+			out->ends_covered = c;
+	}
+	out->ends_aligned = covered_ends_at(segs, n, i, 0);
 	return 0;
 }
 
@@ -118,6 +181,9 @@ int hte_file_cover(const struct hte_elf *e, struct hte_file_cover *c)
 		c->bytes += v->bytes;
 		c->covered += v->covered;
 		c->best += v->best;
+		c->ends_covered += v->ends_covered;
+		c->ends_best += v->ends_best;
+		c->ends_aligned += v->ends_aligned;
 	}
 	return c->n ? 0 : -ENOENT;
 }

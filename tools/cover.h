@@ -29,6 +29,12 @@ struct hte_cover {
 	uint64_t span_start; /* the guaranteed span, as file addresses (vaddr); */
 	uint64_t span_end;   /* both 0 when no huge page fits */
 	int exact;           /* the load address modulo 2 MiB is known */
+	/*
+	 * With the cover-ends setting (HUGETEXT_COVER_ENDS=1): the same for
+	 * the worst and best load address, and for a load address on a 2 MiB
+	 * boundary (hugetext edit --align, or ET_EXEC's own address).
+	 */
+	uint64_t ends_covered, ends_best, ends_aligned;
 };
 
 /*
@@ -63,6 +69,7 @@ struct hte_file_cover {
 	struct hte_cover *cov;        /* one per segment */
 	uint64_t align;               /* the load address's known alignment */
 	uint64_t bytes, covered, best;
+	uint64_t ends_covered, ends_best, ends_aligned; /* hte_cover's, summed */
 	int exact;
 };
 
