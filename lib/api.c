@@ -6,6 +6,7 @@
  */
 #include "perfmap.h"
 #include "policy.h"
+#include "pool.h"
 #include "run.h"
 #include "sys.h"
 
@@ -74,6 +75,17 @@ static int copy_now(struct run *r, const struct ht_seg_query *q, const struct ht
 		return 1;
 	if (opt->copy == HT_COPY_AUTO && use_cache && g->kept_bytes > 0)
 		return 1;
+	/*
+	 * THP off for this process (inherited over exec): only explicit pages
+	 * could take the copy; without room in the pool, no thread waits for a
+	 * copy that would be refused.
+	 */
+	if (opt->copy == HT_COPY_AUTO && opt->mode != HT_MODE_EXPLICIT && ht_sys_thp_disabled() == 1 &&
+	    (opt->mode == HT_MODE_THP || ht_pool_available_2m() < (long)(bytes / HT_HUGE_PAGE_SIZE))) {
+		g->mode = HT_MODE_THP;
+		ht_set_outcome(r, g, HT_STATUS_SKIPPED, HT_E_THP_PROCESS, 0);
+		return 0;
+	}
 	if (opt->copy == HT_COPY_AUTO && ht_defer_copy && ht_defer_copy(opt, q, bytes) == 0)
 		ht_set_outcome(r, g, HT_STATUS_SKIPPED, HT_E_DEFERRED, 0);
 	else
@@ -210,7 +222,10 @@ static void move_planned(struct run *r, const struct ht_object *o, const struct 
 	g->start = whole->span.start;
 	g->end = whole->span.end;
 	g->bytes = whole->span.end - whole->span.start;
-	if (err < 0)
+	/* A span no page can take here (THP off for the process) is skipped, not failed. */
+	if (err < 0 && g->error == HT_E_THP_PROCESS)
+		ht_set_outcome(r, g, HT_STATUS_SKIPPED, g->error, 0);
+	else if (err < 0)
 		ht_set_outcome(r, g, HT_STATUS_FAILED, g->error, err);
 }
 

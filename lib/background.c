@@ -292,6 +292,62 @@ int ht_background_kick(void)
 	return 0;
 }
 
+/*
+ * Moves the deferred segments in the calling thread, now, as the thread
+ * would once due: one core, the code checked for patches before the swap.
+ * Every signal waits meanwhile, so that no handler of the program enters
+ * the library (a dlopen() in a handler would wait for ht_lock forever).
+ */
+static void copy_here(const struct ht_seg_query *q, size_t n)
+{
+	int was = ht_in_background;
+	sigset_t all, old;
+
+	ht_libc()->sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	ht_in_background = 1;
+	ht_remap_deferred(bg_opt, q, n, NULL, 0, NULL);
+	ht_in_background = was;
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+}
+
+/*
+ * A process that forks while its copy waits is about to run its code in
+ * more processes than one.  A child has no thread of ours (none survives
+ * fork) and nothing of ours ever runs in it again, so a copy made after
+ * the fork can never reach it, and copies made in each child would be
+ * one per worker.  So the copy is made now, in the parent, before the
+ * fork: the child and every later one inherit it through fork, one copy
+ * for all.  The waiting thread is stopped first; a copy it is making is
+ * awaited (bounded), so that the child gets the finished one.
+ */
+void ht_background_before_fork(void)
+{
+	struct ht_seg_query q[BG_MAX_DEFERRED];
+	size_t n = 0;
+	int saved = errno, running;
+
+	if (!__atomic_load_n(&bg_nqueue, __ATOMIC_RELAXED) && bg_state != BG_RUNNING)
+		return;
+	pthread_mutex_lock(&bg_mu);
+	running = bg_state == BG_RUNNING;
+	if (!running && bg_pid == ht_getpid()) {
+		n = bg_nqueue;
+		memcpy(q, bg_queue, n * sizeof(q[0]));
+		bg_nqueue = 0;
+		if (bg_state == BG_WAITING) {
+			bg_cancel = 1;
+			pthread_cond_broadcast(&bg_cond);
+		}
+	}
+	pthread_mutex_unlock(&bg_mu);
+	if (running)
+		ht_background_wait(5000);
+	else if (n)
+		copy_here(q, n);
+	errno = saved;
+}
+
 void ht_background_cancel(void)
 {
 	pthread_mutex_lock(&bg_mu);

@@ -29,6 +29,13 @@ void ht_background_defer_init(const struct ht_options *opt);
  */
 int ht_background_kick(void);
 
+/*
+ * Called by the preload's fork() before the real one: a deferred copy is
+ * made now, in the caller, so that the child inherits it (background.c).
+ * Nothing when no copy waits.  Keeps errno.
+ */
+void ht_background_before_fork(void);
+
 /* Ends a waiting deferred copy now (the program needs to be single-threaded). */
 void ht_background_cancel(void);
 

@@ -229,6 +229,26 @@ static long real_setns(long fd, long nstype)
 	return fn((int)fd, (int)nstype);
 }
 
+/*
+ * fork(): a copy that waits until it pays is made first, in the parent,
+ * so that the child (a server's worker) inherits it instead of running
+ * from 4 KiB pages for good (ht_background_before_fork).  vfork(),
+ * posix_spawn() and system() are glibc's alone: a child that execs at once
+ * is left alone, and so is its parent.
+ */
+__attribute__((visibility("default"))) pid_t fork(void)
+{
+	static pid_t (*fn)(void);
+
+	if (!fn)
+		fn = (pid_t(*)(void))dlsym(RTLD_NEXT, "fork");
+	if (!fn)
+		return errno = ENOSYS, -1;
+	if (ht_preload_active && ht_preload_opt.copy == HT_COPY_AUTO)
+		ht_background_before_fork();
+	return fn();
+}
+
 __attribute__((visibility("default"))) int unshare(int flags)
 {
 	return single_thread_call(real_unshare, flags, 0);

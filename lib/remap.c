@@ -433,8 +433,21 @@ int ht_move_span(const struct ht_options *opt, struct ht_span span,
 			err = move_with(opt, HT_MODE_EXPLICIT, span, src, r);
 	}
 	/* Code that changed under the copy would change under a second one too. */
-	if (opt->mode == HT_MODE_THP || (opt->mode == HT_MODE_AUTO && err < 0 && r->error != HT_E_CHANGED))
+	if (opt->mode == HT_MODE_THP || (opt->mode == HT_MODE_AUTO && err < 0 && r->error != HT_E_CHANGED)) {
+		/*
+		 * A process that turned THP off for itself (MariaDB does) gets no
+		 * huge page for a THP copy: asked before anything is spent, and
+		 * its setting is left as it is.
+		 */
+		if (ht_sys_thp_disabled() == 1) {
+			r->mode = HT_MODE_THP;
+			r->status = HT_STATUS_SKIPPED;
+			r->error = HT_E_THP_PROCESS;
+			r->sys_errno = 0;
+			return -EPERM;
+		}
 		err = move_with(opt, HT_MODE_THP, span, src, r);
+	}
 	if (err < 0)
 		return err;
 	r->status = HT_STATUS_OK;

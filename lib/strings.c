@@ -49,6 +49,8 @@ const char *ht_error_str(enum ht_error error)
 		[HT_E_BELOW_MIN] = "less code than the minimum worth moving (min_code, at least 2 MiB)",
 		[HT_E_DEFERRED] = "a private copy would not pay yet: deferred until the process has run long enough",
 		[HT_E_NO_COPY] = "only a private copy could move it, and copy is never",
+		[HT_E_THP_PROCESS] = "the process turned transparent huge pages off for itself "
+				     "(PR_SET_THP_DISABLE) and the explicit pool has no room",
 	};
 
 	return (unsigned)error < HT_E__COUNT && text[error] ? text[error] : "unknown error";

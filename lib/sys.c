@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -434,6 +435,11 @@ static uid_t real_geteuid(void)
 	return ht_libc()->geteuid();
 }
 
+static int real_prctl(int option, unsigned long arg)
+{
+	return (int)ht_libc()->syscall(SYS_prctl, option, arg, 0UL, 0UL, 0UL);
+}
+
 /* One initializer for both tables: ISO C cannot copy a const object here. */
 #define HT_REAL_SYS { \
 	.mmap = real_mmap, \
@@ -465,6 +471,7 @@ static uid_t real_geteuid(void)
 	.getenv = real_getenv, \
 	.getpid = real_getpid, \
 	.geteuid = real_geteuid, \
+	.prctl = real_prctl, \
 }
 
 static const struct ht_sys real_sys = HT_REAL_SYS;
@@ -508,6 +515,15 @@ uid_t ht_geteuid(void)
 static int neg_errno(void)
 {
 	return errno > 0 ? -errno : -EIO;
+}
+
+int ht_sys_thp_disabled(void)
+{
+	int saved = errno, ret = ht_sys.prctl(PR_GET_THP_DISABLE, 0);
+
+	ret = ret < 0 ? neg_errno() : ret != 0;
+	errno = saved;
+	return ret;
 }
 
 int ht_sys_unmap(void *addr, size_t len)

@@ -56,6 +56,8 @@ struct ht_sys {
 	char *(*getenv)(const char *name); /* secure_getenv */
 	pid_t (*getpid)(void);
 	uid_t (*geteuid)(void);
+	/* prctl(2) with one argument: PR_GET_THP_DISABLE */
+	int (*prctl)(int option, unsigned long arg);
 };
 
 /* The table in use.  Tests replace entries to inject failures. */
@@ -211,6 +213,14 @@ int ht_sys_drop_cached(int fd, uint64_t off, size_t len);
  * in 2 MiB pages, or a negative errno.
  */
 int64_t ht_sys_read_huge(int fd, uint64_t off, size_t len);
+
+/*
+ * Whether the process turned transparent huge pages off for itself
+ * (prctl(PR_SET_THP_DISABLE), inherited over fork and exec): 1 when off,
+ * 0 when on, a negative errno when the kernel cannot say.  Only asked,
+ * never changed: the setting is the program's.
+ */
+int ht_sys_thp_disabled(void);
 
 /* Read a whole (proc) file into a malloc'ed, NUL-terminated buffer. */
 int ht_sys_read_file(const char *path, char **buf, size_t *len);

@@ -74,6 +74,7 @@ enum ht_error {
 	HT_E_BELOW_MIN,    /* skipped: no object has the policy's minimum of code (preload) */
 	HT_E_DEFERRED,     /* skipped for now: a private copy waits until the process can pay for it */
 	HT_E_NO_COPY,      /* skipped: only a private copy could move it, and copy is "never" */
+	HT_E_THP_PROCESS,  /* skipped: the process turned THP off (PR_SET_THP_DISABLE), no pool room */
 	HT_E__COUNT
 };
 
