@@ -368,6 +368,16 @@ int w_mincore(void *addr, size_t len, unsigned char *vec)
 	return real.mincore(addr, len, vec);
 }
 
+int w_prctl(int option, unsigned long arg)
+{
+	std::lock_guard<std::recursive_mutex> g(mu);
+	if (should_fail("prctl")) {
+		errno = plan.err;
+		return -1;
+	}
+	return real.prctl(option, arg);
+}
+
 int w_fstatfs(int fd, struct statfs *st)
 {
 	std::lock_guard<std::recursive_mutex> g(mu);
@@ -412,6 +422,7 @@ void faults_install(const fault_plan &p, const fault_paths &ps)
 	ht_sys.ftruncate = w_ftruncate;
 	ht_sys.fstatfs = w_fstatfs;
 	ht_sys.mincore = w_mincore;
+	ht_sys.prctl = w_prctl;
 }
 
 void faults_remove()

@@ -49,7 +49,10 @@ const uintptr_t huge = HT_HUGE_PAGE_SIZE;
 
 // deferred: the preload's default copy policy; a whole-program run that
 // defers the copy, then the background thread's run that makes it.
-enum class api { range, whole, deferred };
+// at_fork: the same deferred copy made by the preload's fork() in the
+// calling thread (signals blocked) just before a fork, and the worker
+// forked after it checked too.
+enum class api { range, whole, deferred, at_fork };
 
 struct scenario {
 	api call = api::range;
@@ -136,6 +139,26 @@ int record_deferred(const struct ht_options *, const struct ht_seg_query *q, siz
 	return 0;
 }
 
+// Forks a worker, as a server does after the preload's fork-time copy:
+// it inherits the code (moved or not) and must run it and see the same
+// read+execute mappings over the text as this process.
+void worker_problems(std::ostringstream &bad)
+{
+	uintptr_t wlo, whi;
+	text_window(&wlo, &whi);
+	auto mine = maps_lines(wlo, whi);
+	pid_t pid = fork();
+	if (pid == 0) {
+		bool same = bigtext_sum(5) == expected_sum && maps_lines(wlo, whi) == mine;
+		_exit(same ? 0 : 1);
+	}
+	int st = 0;
+	if (pid < 0 || waitpid(pid, &st, 0) != pid)
+		bad << "the worker could not be forked; ";
+	else if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+		bad << "the worker forked after the copy did not run the code or map it as its parent; ";
+}
+
 // Runs one remap with @plan in this (child) process and checks everything.
 outcome run_here(const fault_plan &plan, const scenario &sc, const std::string &report)
 {
@@ -159,7 +182,7 @@ outcome run_here(const fault_plan &plan, const scenario &sc, const std::string &
 		opt.share_dir = sc.share_dir.c_str();
 	}
 	faults_install(plan, { self_exe(), report, sc.share_dir });
-	if (sc.call == api::deferred) {
+	if (sc.call == api::deferred || sc.call == api::at_fork) {
 		// The start-up run defers, unfaulted and unreported; the faults
 		// meet the background thread's run, as in the preload.
 		faults_remove();
@@ -173,12 +196,23 @@ outcome run_here(const fault_plan &plan, const scenario &sc, const std::string &
 			bad << "the start-up run did not defer the copy; ";
 		opt.report_path = report.c_str();
 		faults_install(plan, { self_exe(), report, sc.share_dir });
-		std::thread bg([&] {
+		auto deferred_run = [&] {
 			ht_in_background = 1;
 			o.rc = ht_remap_deferred(&opt, deferred_queries().data(), deferred_queries().size(),
 						 regs, 8, &n);
-		});
-		bg.join();
+		};
+		if (sc.call == api::deferred) {
+			std::thread bg(deferred_run);
+			bg.join();
+		} else {
+			sigset_t all, old;
+			sigfillset(&all);
+			pthread_sigmask(SIG_SETMASK, &all, &old);
+			deferred_run();
+			ht_in_background = 0;
+			pthread_sigmask(SIG_SETMASK, &old, nullptr);
+			worker_problems(bad);
+		}
 	} else if (sc.call == api::range) {
 		std::memset(&regs[0], 0, sizeof(regs[0]));
 		o.rc = ht_remap_range(&opt, bigtext_start, bigtext_end, &regs[0]);
@@ -461,6 +495,15 @@ TEST_CASE("each call of a deferred copy in the background thread, failed in turn
 	sc.call = api::deferred;
 	// Not strict: the recheck before the swap reads the maps and pagemap
 	// again, and a failure there is reported as "changed" (EBUSY).
+	sweep(sc, false);
+}
+
+TEST_CASE("each call of the copy a fork() makes first, failed in turn, leaves the parent and the worker as they were",
+	  "[faults][deferred]")
+{
+	scenario sc;
+	sc.call = api::at_fork;
+	// Not strict, as for the background thread: the recheck before the swap.
 	sweep(sc, false);
 }
 

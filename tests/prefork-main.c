@@ -1,0 +1,192 @@
+/*
+ * A prefork server in miniature, for the preload tests: a master with
+ * tens of MiB of code (bigtext.S).
+ *
+ * "workers N MS": forks N workers without exec, one after another, as
+ * servers do at start.  Each burns CPU in the master's code for up to MS ms
+ * until its text is on huge pages, then prints
+ * "worker PID huge_kb K pfns P,P,...": the kB of its text on huge pages
+ * and the physical frame of each 2 MiB page of it (from
+ * /proc/self/pagemap; 0 without CAP_SYS_ADMIN), so that the test can count
+ * the copies behind all processes.  The master prints its own line the
+ * same way after the workers ended, while its copy (if any) still exists.
+ *
+ * "exec PROGRAM...": forks one child that prints "child threads T huge_kb K"
+ * (its thread count and its text on huge pages right after fork) and
+ * execs PROGRAM; the master prints "master huge_kb K".
+ *
+ * "thpoff MS": turns transparent huge pages off for itself
+ * (prctl(PR_SET_THP_DISABLE), as MariaDB does), burns CPU for MS ms,
+ * then prints "thpoff huge_kb K disabled D" (D: prctl(PR_GET_THP_DISABLE)
+ * after the run, which the library must leave as it was).
+ * "thpoff-exec PROGRAM...": turns THP off and execs PROGRAM, which inherits
+ * the setting from its first instruction.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "bigtext.h"
+#include "smaps-count.h"
+
+#define HUGE (2ul << 20)
+
+static double now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+static unsigned long text_lo(void)
+{
+	return ((unsigned long)bigtext_start + HUGE - 1) & ~(HUGE - 1);
+}
+
+static unsigned long text_hi(void)
+{
+	return (unsigned long)bigtext_end & ~(HUGE - 1);
+}
+
+static unsigned long text_huge_kb(void)
+{
+	return huge_kb_in((void *)text_lo(), (void *)text_hi());
+}
+
+/* "pfns P,P,..." of each whole 2 MiB page of the text. */
+static void print_pfns(FILE *out)
+{
+	int fd = open("/proc/self/pagemap", O_RDONLY);
+	const char *sep = "";
+
+	fprintf(out, " pfns ");
+	for (unsigned long a = text_lo(); fd >= 0 && a < text_hi(); a += HUGE) {
+		uint64_t e = 0;
+
+		if (pread(fd, &e, sizeof(e), (off_t)(a / 4096 * 8)) != sizeof(e))
+			e = 0;
+		fprintf(out, "%s%llu", sep, (unsigned long long)(e >> 63 ? e & ((1ull << 55) - 1) : 0));
+		sep = ",";
+	}
+	if (fd >= 0)
+		close(fd);
+	fprintf(out, "\n");
+}
+
+/* Runs the code until its text is on huge pages or @ms pass. */
+static unsigned long burn(double ms, int until_huge)
+{
+	double end = now_ms() + ms;
+	unsigned long sum = 0;
+
+	while (now_ms() < end) {
+		sum += bigtext_sum(3);
+		if (until_huge && text_huge_kb() >= (text_hi() - text_lo()) / 1024)
+			break;
+	}
+	return sum;
+}
+
+static int workers(int n, double ms)
+{
+	int bad = 0;
+
+	for (int i = 0; i < n; i++) {
+		pid_t pid = fork();
+
+		if (pid < 0)
+			return 1;
+		if (pid == 0) {
+			burn(ms, 1);
+			printf("worker %d huge_kb %lu", (int)getpid(), text_huge_kb());
+			print_pfns(stdout);
+			fflush(stdout);
+			_exit(0);
+		}
+	}
+	for (int i = 0; i < n; i++) {
+		int st = 0;
+
+		if (wait(&st) < 0 || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
+			bad = 1;
+	}
+	printf("master %d huge_kb %lu", (int)getpid(), text_huge_kb());
+	print_pfns(stdout);
+	return bad;
+}
+
+static int threads(void)
+{
+	FILE *f = fopen("/proc/self/status", "r");
+	char line[256];
+	int n = -1;
+
+	while (f && fgets(line, sizeof(line), f))
+		if (sscanf(line, "Threads: %d", &n) == 1)
+			break;
+	if (f)
+		fclose(f);
+	return n;
+}
+
+static int exec_child(char **argv)
+{
+	int st = 0;
+	pid_t pid;
+
+	fflush(stdout);
+	pid = fork();
+	if (pid < 0)
+		return 1;
+	if (pid == 0) {
+		/* Before anything else: what the fork alone left in the child. */
+		int t = threads();
+
+		printf("child threads %d huge_kb %lu\n", t, text_huge_kb());
+		fflush(stdout);
+		execv(argv[0], argv);
+		_exit(127);
+	}
+	if (waitpid(pid, &st, 0) != pid || !WIFEXITED(st))
+		return 1;
+	printf("master huge_kb %lu\nchild status %d\n", text_huge_kb(), WEXITSTATUS(st));
+	return 0;
+}
+
+static int thpoff(double ms)
+{
+	if (prctl(PR_SET_THP_DISABLE, 1, 0, 0, 0) != 0)
+		return 1;
+	burn(ms, 0);
+	printf("thpoff huge_kb %lu disabled %d\n", text_huge_kb(), prctl(PR_GET_THP_DISABLE, 0, 0, 0, 0));
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	if (argc >= 4 && strcmp(argv[1], "workers") == 0)
+		return workers(atoi(argv[2]), atof(argv[3]));
+	if (argc >= 3 && strcmp(argv[1], "exec") == 0)
+		return exec_child(argv + 2);
+	if (argc >= 3 && strcmp(argv[1], "thpoff-exec") == 0) {
+		if (prctl(PR_SET_THP_DISABLE, 1, 0, 0, 0) != 0)
+			return 1;
+		execv(argv[2], argv + 2);
+		return 127;
+	}
+	if (argc >= 3 && strcmp(argv[1], "thpoff") == 0)
+		return thpoff(atof(argv[2]));
+	fprintf(stderr, "usage: prefork-main workers N MS | exec PROGRAM... | thpoff MS | thpoff-exec PROGRAM...\n");
+	return 2;
+}

@@ -1,0 +1,147 @@
+// Description: servers that fork workers without exec (PostgreSQL, prefork
+// Apache, gunicorn) under the preload's defaults (HUGETEXT_COPY=auto).  The
+// copy that waits until it pays is made at the master's first fork(), so
+// every worker inherits it: every worker runs from huge pages, and master
+// and workers together hold one copy (counted by physical page).  A child
+// that execs right after fork() makes no copy and has no thread of ours.
+#include <catch2/catch.hpp>
+
+#include <set>
+#include <sstream>
+#include <string>
+#include <unistd.h>
+#include <vector>
+
+#include "helpers.hpp"
+
+extern "C" {
+#include "hugetext.h"
+}
+
+extern "C" const char *test_skip_reason(void)
+{
+	if (!thp_enabled())
+		return "transparent huge pages are disabled (enabled is never or absent)";
+	return nullptr;
+}
+
+namespace {
+
+std::string preload() { return build_path("lib/libhugetext-preload.so"); }
+std::string prefork() { return build_path("tests/prefork-main"); }
+
+// The preload's defaults (the test runner's HUGETEXT_COPY=now removed), a
+// THP copy whatever the hugetlb pool holds (another test may grow it), no
+// shared cache and no page cache: the private copy is what is tested.
+run_result run_default(const std::vector<std::string> &argv, const std::string &report)
+{
+	unlink(report.c_str());
+	return run_cmd(argv, { "LD_PRELOAD=" + preload(), "HUGETEXT_REPORT=" + report, "HUGETEXT_COPY",
+			       "HUGETEXT_PAGE_CACHE=0", "HUGETEXT_MODE=thp", "HUGETEXT_SHARE=0" });
+}
+
+struct proc_line {
+	std::string who;
+	long pid = 0;
+	unsigned long huge_kb = 0;
+	std::vector<unsigned long long> pfns;
+};
+
+// The "worker PID huge_kb K pfns ..." and "master PID ..." lines.
+std::vector<proc_line> proc_lines(const std::string &out)
+{
+	std::vector<proc_line> v;
+	std::istringstream in(out);
+	std::string line;
+
+	while (std::getline(in, line)) {
+		std::istringstream s(line);
+		proc_line p;
+		std::string k1, k2, pfns;
+		if (!(s >> p.who >> p.pid >> k1 >> p.huge_kb >> k2 >> pfns) || k1 != "huge_kb")
+			continue;
+		std::istringstream ps(pfns);
+		std::string x;
+		while (std::getline(ps, x, ','))
+			p.pfns.push_back(std::stoull(x));
+		v.push_back(p);
+	}
+	return v;
+}
+
+} // namespace
+
+TEST_CASE("under the defaults every worker of a prefork master runs from huge pages, all from one copy",
+	  "[prefork]")
+{
+	std::string report = temp_path("prefork.json");
+	run_result r = run_default({ prefork(), "workers", "3", "10000" }, report);
+
+	INFO(r.out << r.err);
+	REQUIRE(r.status == 0);
+	auto procs = proc_lines(r.out);
+	REQUIRE(procs.size() == 4);
+	const proc_line &master = procs.back();
+	REQUIRE(master.who == "master");
+	unsigned long movable_kb = master.pfns.size() * 2048;
+	REQUIRE(movable_kb >= 4096);
+
+	// Every process, the master too, has all of the text on huge pages.
+	for (auto &p : procs)
+		CHECK(p.huge_kb == movable_kb);
+
+	// One copy: the distinct 2 MiB frames behind all of them.
+	std::set<unsigned long long> frames;
+	bool have_pfns = true;
+	for (auto &p : procs)
+		for (auto f : p.pfns) {
+			have_pfns &= f != 0;
+			frames.insert(f);
+		}
+	if (have_pfns)
+		CHECK(frames.size() * 2048 == movable_kb);
+	else
+		WARN("no physical frames (needs CAP_SYS_ADMIN): copies not counted");
+
+	// The master made the one copy, at its first fork; no worker made one.
+	auto lines = read_report(report);
+	auto ok = ok_lines(lines);
+	REQUIRE(ok.size() == 1);
+	CHECK(ok[0]["pid"] == std::to_string(master.pid));
+	CHECK(ok[0]["mode"] == "thp");
+	for (auto &l : lines)
+		CHECK(l["pid"] == std::to_string(master.pid));
+}
+
+TEST_CASE("a child that execs right after fork() makes no copy and has no thread of ours", "[prefork]")
+{
+	std::string report = temp_path("prefork-exec.json");
+	run_result r = run_default({ prefork(), "exec", "/bin/true" }, report);
+
+	INFO(r.out << r.err);
+	REQUIRE(r.status == 0);
+	CHECK(line_value(r.out, "child status") == "0");
+	// The fork leaves one thread in the child: nothing of ours runs there.
+	CHECK(line_value(r.out, "child threads").substr(0, 2) == "1 ");
+	// The one copy is the master's, made before the fork; the child and the
+	// program it runs write no line of a copy of their own.
+	auto ok = ok_lines(read_report(report));
+	REQUIRE(ok.size() == 1);
+	for (auto &l : read_report(report))
+		if (l["pid"] != ok[0]["pid"])
+			CHECK(l["status"] != "ok");
+}
+
+TEST_CASE("a program that never forks still waits for its copy to pay", "[prefork]")
+{
+	std::string report = temp_path("prefork-none.json");
+	// A master with no worker ends before its copy pays: the start-up line only, deferred.
+	run_result r = run_default({ prefork(), "workers", "0", "0" }, report);
+
+	INFO(r.out << r.err);
+	REQUIRE(r.status == 0);
+	auto lines = read_report(report);
+	REQUIRE(lines.size() == 1);
+	CHECK(lines[0]["error"] == ht_error_str(HT_E_DEFERRED));
+	CHECK(ok_lines(lines).empty());
+}
