@@ -1,0 +1,145 @@
+// Description: a real prefork server under the preload's defaults:
+// PostgreSQL 15 from Debian (initdb, pg_ctl start with the preload in its
+// environment, a few seconds of pgbench -S).  No transaction fails, every
+// process of the server (postmaster, backends, checkpointer, ...) runs its
+// code from huge pages, and all of them together hold one copy, counted by
+// physical frame (tests/server/huge-sum.py).  Skipped without PostgreSQL.
+#include <catch2/catch.hpp>
+
+#include <cstdlib>
+#include <fstream>
+#include <pwd.h>
+#include <string>
+#include <sys/stat.h>
+#include <thread>
+#include <unistd.h>
+#include <vector>
+
+#include "helpers.hpp"
+
+namespace {
+
+const std::string pgbin = "/usr/lib/postgresql/15/bin";
+
+std::string json_value(const std::string &json, const std::string &key)
+{
+	size_t at = json.rfind("\"" + key + "\": ");
+	if (at == std::string::npos)
+		return "";
+	at += key.size() + 4;
+	return json.substr(at, json.find_first_of(",}", at) - at);
+}
+
+// A data directory the postgres user owns, outside root's home; the server
+// is stopped and the directory removed at the end, whatever happened.
+struct server {
+	std::string dir, port, report;
+	bool started = false;
+
+	server()
+	{
+		char tmpl[] = "/tmp/hugetext-pg-XXXXXX";
+		struct passwd *pw = getpwnam("postgres");
+		if (!pw || !mkdtemp(tmpl) || chown(tmpl, pw->pw_uid, pw->pw_gid) != 0)
+			return;
+		dir = tmpl;
+		port = std::to_string(50000 + getpid() % 10000);
+		report = dir + "/report.json";
+	}
+	~server()
+	{
+		if (started)
+			as_postgres({ pgbin + "/pg_ctl", "-D", dir + "/data", "-m", "immediate", "stop" });
+		if (!dir.empty())
+			run_prog({ "rm", "-rf", dir });
+	}
+	prog_result as_postgres(std::vector<std::string> argv, std::vector<std::string> env = {},
+				double timeout = 60)
+	{
+		std::vector<std::string> a = { "runuser", "-u", "postgres", "--", "env", "-u", "HUGETEXT_COPY",
+					       "-u", "HUGETEXT_PAGE_CACHE", "-u", "LD_PRELOAD" };
+		a.insert(a.end(), env.begin(), env.end());
+		a.insert(a.end(), argv.begin(), argv.end());
+		prog_opts o;
+		o.cwd = dir;
+		o.timeout_s = timeout;
+		return run_prog(a, o);
+	}
+};
+
+} // namespace
+
+extern "C" const char *test_skip_reason(void)
+{
+	if (!thp_enabled())
+		return "transparent huge pages are disabled (enabled is never or absent)";
+	if (access((pgbin + "/postgres").c_str(), X_OK) != 0 || access((pgbin + "/pgbench").c_str(), X_OK) != 0)
+		return "PostgreSQL 15 is not installed (apt-get install postgresql)";
+	if (geteuid() != 0 || !getpwnam("postgres") || !have_program("runuser"))
+		return "needs root, the postgres user and runuser";
+	if (!have_program("python3"))
+		return "python3 is missing (tests/server/huge-sum.py)";
+	return nullptr;
+}
+
+TEST_CASE("postgres under the defaults: pgbench -S runs clean, every backend on huge pages, one copy",
+	  "[real][postgres]")
+{
+	server s;
+	REQUIRE(!s.dir.empty());
+	world_dir w;
+	std::string pre = w.put(build_path("lib/libhugetext-preload.so"));
+	REQUIRE(!pre.empty());
+
+	prog_result r = s.as_postgres({ pgbin + "/initdb", "-D", s.dir + "/data" }, {}, 120);
+	INFO(r.out << r.err);
+	REQUIRE(r.status == 0);
+	r = s.as_postgres({ pgbin + "/pg_ctl", "-D", s.dir + "/data", "-o", "-p " + s.port + " -k " + s.dir,
+			    "-l", s.dir + "/log", "-w", "start" },
+			  { "LD_PRELOAD=" + pre, "HUGETEXT_REPORT=" + s.report });
+	INFO(r.out << r.err);
+	REQUIRE(r.status == 0);
+	s.started = true;
+	r = s.as_postgres({ pgbin + "/pgbench", "-h", s.dir, "-p", s.port, "-i", "-s", "1", "postgres" });
+	REQUIRE(r.status == 0);
+
+	// pgbench's backends live as long as it runs: look at them meanwhile.
+	prog_result bench;
+	std::thread t([&] {
+		bench = s.as_postgres({ pgbin + "/pgbench", "-h", s.dir, "-p", s.port, "-S", "-c", "2", "-j", "2",
+					"-T", "5", "postgres" });
+	});
+	sleep(3);
+	std::ifstream pidf(s.dir + "/data/postmaster.pid");
+	std::string pm;
+	std::getline(pidf, pm);
+	prog_result kids = run_prog({ "sh", "-c", "cat /proc/" + pm + "/task/*/children" });
+	std::vector<std::string> args = { "python3", source_path("tests/server/huge-sum.py"), pgbin + "/postgres", pm };
+	size_t nkids = 0;
+	for (size_t at = 0; at < kids.out.size();) {
+		size_t end = kids.out.find_first_of(" \n", at);
+		if (end == std::string::npos)
+			end = kids.out.size();
+		if (end > at) {
+			args.push_back(kids.out.substr(at, end - at));
+			nkids++;
+		}
+		at = end + 1;
+	}
+	prog_result sum = run_prog(args);
+	t.join();
+
+	INFO(sum.out << sum.err << bench.out << bench.err);
+	CHECK(bench.status == 0);
+	CHECK(bench.out.find("number of failed transactions: 0 ") != std::string::npos);
+	// Two backends and the server's own processes, all moved.
+	REQUIRE(nkids >= 4);
+	CHECK(json_value(sum.out, "moved") == std::to_string(nkids + 1));
+	// One copy: the postmaster's, made at its first fork, seen by all.
+	auto ok = ok_lines(read_report(s.report));
+	REQUIRE(ok.size() == 1);
+	CHECK(ok[0]["pid"] == pm);
+	unsigned long copy = std::stoul(ok[0]["huge_bytes"]);
+	CHECK(copy > 0);
+	CHECK(json_value(sum.out, "distinct_huge_bytes") == std::to_string(copy));
+}
