@@ -10,23 +10,25 @@
  * glibc makes the preload the caller; resolving names in the hook instead
  * copies ld.so's rules (and their bugs).  So glibc is entered with a
  * return address inside the caller's object that still gives control back
- * to us: a byte 0xC3 (ret) of that object's code (dlcall-x86_64.S).  glibc
- * then does everything itself, for every caller, and only this call
- * decides when the move happens.
+ * to us, a return site of that object's code (lib/arch/<cpu>/dlcall.S):
+ * on x86-64 a byte 0xC3 (ret), on arm64 an epilogue that reloads the link
+ * register from the stack and returns.  glibc then does everything itself,
+ * for every caller, and only this call decides when the move happens.
  *
  * Rejected: rtld-audit (la_activity) needs LD_AUDIT, which a preload and
  * /etc/ld.so.preload cannot set; a tail call to glibc (exact) with the new
  * objects found later through dl_iterate_phdr's dlpi_adds cannot move them
  * before dlopen() returns.  Both remain the fallback here: where the trick
- * is not possible (no ret byte, a shadow stack, a caller in another
- * namespace, other architectures) the call is a tail jump to glibc, exact
- * but without the move.
+ * is not possible (no return site, a shadow stack, a caller in another
+ * namespace) the call is a tail jump to glibc, exact but without the move.
+ * Processors without a dlcall.S (lib/arch/generic) export no dlopen().
  *
  * Calls that need no move also tail-jump: HUGETEXT_MODE=off, dlopen(NULL),
  * RTLD_NOLOAD, our own dlopen() of libelf (made under ht_lock), and calls
  * nested in an outer one (a constructor's dlopen()), whose objects the
  * outer call moves after glibc returns.
  */
+#include "arch.h"
 #include "background.h"
 #include "internal.h"
 #include "objects.h"
@@ -41,11 +43,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#if defined(__x86_64__)
+#if HT_ARCH_DLCALL
 
 #define HIDDEN __attribute__((visibility("hidden")))
 
-/* Used by dlcall-x86_64.S. */
+/* Used by dlcall.S. */
 HIDDEN void *(*ht_real_dlopen)(const char *, int);
 HIDDEN uintptr_t ht_dlopen_route(const char *file, int mode, const void *caller,
 				 unsigned long ssp);
@@ -57,9 +59,9 @@ HIDDEN void *ht_call_as(void *(*fn)(const char *, int), const char *file, int mo
 static __thread int in_hook;
 
 /*
- * How far into an executable segment a ret byte is looked for.  The first
- * bytes (_init, the PLT) nearly always hold one; the bound keeps a strange
- * object from costing a scan of all its code.
+ * How far into an executable segment a return site is looked for.  The
+ * first bytes (_init, the PLT, the first functions) nearly always hold one;
+ * the bound keeps a strange object from costing a scan of all its code.
  */
 #define RET_SCAN_MAX (1u << 20)
 
@@ -81,12 +83,12 @@ static void resolve_real(void)
 	__atomic_store_n(&ht_real_dlopen, fn ? fn : no_dlopen, __ATOMIC_RELEASE);
 }
 
-/* The first 0xC3 byte in a readable and executable segment of @info, or 0. */
-static uintptr_t ret_byte_in(const struct dl_phdr_info *info)
+/* The first return site (arch.h) in a readable and executable segment of @info, or 0. */
+static uintptr_t return_site_in(const struct dl_phdr_info *info)
 {
 	for (size_t i = 0; i < info->dlpi_phnum; i++) {
 		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-		const unsigned char *p;
+		const unsigned char *p, *site;
 		size_t n;
 
 		if (ph->p_type != PT_LOAD || (ph->p_flags & (PF_R | PF_X)) != (PF_R | PF_X))
@@ -95,9 +97,9 @@ static uintptr_t ret_byte_in(const struct dl_phdr_info *info)
 		n = ph->p_filesz < ph->p_memsz ? ph->p_filesz : ph->p_memsz;
 		if (n > RET_SCAN_MAX)
 			n = RET_SCAN_MAX;
-		for (size_t k = 0; k < n; k++)
-			if (p[k] == 0xc3)
-				return (uintptr_t)(p + k);
+		site = ht_arch_return_site(p, n);
+		if (site)
+			return (uintptr_t)site;
 	}
 	return 0;
 }
@@ -117,7 +119,7 @@ static int holds(const struct dl_phdr_info *info, uintptr_t pc)
 struct ret_search {
 	uintptr_t pc;  /* the caller; 0: take the first object (the program) */
 	int found;
-	uintptr_t ret; /* a ret byte in the object found, or 0 */
+	uintptr_t ret; /* a return site in the object found, or 0 */
 };
 
 static int ret_search_cb(struct dl_phdr_info *info, size_t size, void *data)
@@ -128,17 +130,17 @@ static int ret_search_cb(struct dl_phdr_info *info, size_t size, void *data)
 	if (s->pc && !holds(info, s->pc))
 		return 0;
 	s->found = 1;
-	s->ret = ret_byte_in(info);
+	s->ret = return_site_in(info);
 	return 1;
 }
 
 /*
- * A ret byte in the object glibc will take as @caller's, or 0 when there
+ * A return site in the object glibc will take as @caller's, or 0 when there
  * is none to use.  dl_iterate_phdr() lists our namespace only.  A caller in
  * no object at all (generated code) is taken by glibc as the program; one
  * in an object of another namespace (dladdr() sees all) gets 0.
  */
-static uintptr_t ret_byte_for(const void *caller)
+static uintptr_t return_site_for(const void *caller)
 {
 	struct ret_search s = { .pc = (uintptr_t)caller };
 	Dl_info info;
@@ -153,16 +155,16 @@ static uintptr_t ret_byte_for(const void *caller)
 	return s.ret;
 }
 
-/* Called by dlopen() in dlcall-x86_64.S: 0 for a tail jump to glibc, else a ret byte. */
+/* Called by dlopen() in dlcall.S: 0 for a tail jump to glibc, else a return site. */
 uintptr_t ht_dlopen_route(const char *file, int mode, const void *caller, unsigned long ssp)
 {
 	int saved = errno;
 	uintptr_t ret = 0;
 
 	resolve_real();
-	/* Under a shadow stack, glibc's return to the ret byte would be fatal. */
+	/* Under a shadow stack, glibc's return to the return site would be fatal. */
 	if (ht_preload_active && file && !(mode & RTLD_NOLOAD) && !in_hook && !ht_lock_held && !ssp)
-		ret = ret_byte_for(caller);
+		ret = return_site_for(caller);
 	errno = saved;
 	return ret;
 }

@@ -4,6 +4,7 @@
  * one mremap().  Until the swap, the program has not been touched; after
  * it, the copy is the code.  There is no step in between.
  */
+#include "arch.h"
 #include "internal.h"
 #include "pool.h"
 #include "sys.h"
@@ -329,6 +330,7 @@ static int refill_hole(char *copy, struct ht_span span, struct ht_region *r, int
 	err = ht_sys_map_fixed_anon(target, len);
 	if (err == 0) {
 		memcpy(target, copy, len);
+		ht_arch_sync_code(target, len);
 		err = ht_sys_protect(target, len, PROT_READ | PROT_EXEC);
 	}
 	ht_sys_unmap(copy, len);
@@ -350,6 +352,8 @@ int ht_swap_in(char *copy, struct ht_span span, const struct ht_source *src,
 		ht_sys_unmap(copy, len);
 		return fail(r, HT_E_SWAP, err);
 	}
+	/* arm64 fetches stale instructions from code written as data (arch.h). */
+	ht_arch_sync_code(copy, len);
 	err = ht_sys_swap(copy, len, (void *)span.start);
 	if (err < 0 && ht_sys_unmapped((void *)span.start))
 		return refill_hole(copy, span, r, err);

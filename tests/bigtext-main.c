@@ -26,6 +26,7 @@
 #include <sched.h>
 #include <signal.h>
 #include <sys/wait.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -189,10 +190,14 @@ static void closefrom_work(const char *path)
 	await_huge(20000);
 }
 
-/* "mov eax, VALUE; ret" over function @i. */
+/* "return VALUE" over function @i: mov eax, VALUE; ret (arm64: mov w0, #VALUE; ret). */
 static void write_fn(unsigned i, unsigned char value)
 {
+#if defined(__aarch64__)
+	uint32_t code[] = { 0x52800000u | (uint32_t)value << 5, 0xd65f03c0u };
+#else
 	unsigned char code[] = { 0xb8, value, 0, 0, 0, 0xc3 };
+#endif
 
 	memcpy((void *)bigtext_get(i), code, sizeof(code));
 	__builtin___clear_cache((char *)bigtext_get(i), (char *)bigtext_get(i) + sizeof(code));

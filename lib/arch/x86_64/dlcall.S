@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The preload's exported dlopen() and the call that makes glibc see the
- * program's caller.  Why it is done this way: dlhook.c.
+ * program's caller.  Why it is done this way: lib/dlhook.c.
  *
  * glibc's dlopen() takes its caller from its own return address
  * (RETURN_ADDRESS(0)) and only needs that address to lie inside the

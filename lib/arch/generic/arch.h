@@ -1,0 +1,30 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Processors without a folder of their own (lib/arch/): what is safe
+ * everywhere.
+ */
+#ifndef HT_ARCH_H
+#define HT_ARCH_H
+
+#include <stddef.h>
+
+/*
+ * No dlopen() entry: the preload exports none, so glibc's own dlopen()
+ * runs untouched and libraries loaded later are not moved.
+ */
+#define HT_ARCH_DLCALL 0
+
+/* The compiler knows how this processor makes new code visible to fetch. */
+static inline void ht_arch_sync_code(const void *start, size_t len)
+{
+	__builtin___clear_cache((char *)start, (char *)start + len);
+}
+
+static inline const unsigned char *ht_arch_return_site(const unsigned char *p, size_t n)
+{
+	(void)p;
+	(void)n;
+	return NULL;
+}
+
+#endif

@@ -1,0 +1,37 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * x86-64's few lines (lib/arch/: one folder per processor, the same names
+ * in each, picked by lib/meson.build).
+ */
+#ifndef HT_ARCH_H
+#define HT_ARCH_H
+
+#include <stddef.h>
+
+/* The preload's dlopen() enters glibc from the caller's object (dlcall.S). */
+#define HT_ARCH_DLCALL 1
+
+/*
+ * Nothing to do after writing code that is about to run: x86-64 keeps the
+ * instruction fetch coherent with stores, and the swap's mremap() is a
+ * serializing system call for the thread that makes it.
+ */
+static inline void ht_arch_sync_code(const void *start, size_t len)
+{
+	(void)start;
+	(void)len;
+}
+
+/*
+ * A place in the @n bytes of code at @p through which glibc's dlopen() can
+ * return to us (dlcall.S): a byte 0xC3 (ret), or NULL.
+ */
+static inline const unsigned char *ht_arch_return_site(const unsigned char *p, size_t n)
+{
+	for (size_t k = 0; k < n; k++)
+		if (p[k] == 0xc3)
+			return p + k;
+	return NULL;
+}
+
+#endif
