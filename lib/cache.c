@@ -204,6 +204,13 @@ static int open_dir(const struct ht_options *opt, int *tmpfs, struct ht_region *
 	if (fd < 0)
 		return fd;
 	err = check_dir(fd, tmpfs, r);
+	/*
+	 * A process that turned THP off for itself gets no 2 MiB tmpfs page:
+	 * its fill would publish an entry of small pages, refused by every
+	 * later start.  The hugetlbfs cache still serves it.
+	 */
+	if (err == 0 && *tmpfs && ht_sys_thp_disabled() == 1)
+		err = refuse(r, "transparent huge pages are off for this process (PR_SET_THP_DISABLE)", -EPERM);
 	if (err < 0) {
 		ht_sys_close(fd);
 		return err;

@@ -419,6 +419,29 @@ TEST_CASE("on a tmpfs without huge= the entry is not huge: refused, the program 
 	}
 }
 
+TEST_CASE("a process with THP off fills no tmpfs entry (it would be small pages for every later start)",
+	  "[tmpfs-cache]")
+{
+	text_cache c("within_size");
+	REQUIRE(c.ok);
+	std::string report = temp_path("thpoff-cache.json");
+	unlink(report.c_str());
+	// prefork-main turns THP off (PR_SET_THP_DISABLE) and execs the program.
+	run_result r = run_cmd({ build_path("tests/prefork-main"), "thpoff-exec", prog() }, env(report));
+	run_result plain = run_cmd({ prog() });
+	CHECK(r.status == 0);
+	CHECK(r.out == plain.out);
+	report_line l = code_line(report);
+	CHECK(l["cache"] == "refused");
+	CHECK(l["cache_error"].find("PR_SET_THP_DISABLE") != std::string::npos);
+	CHECK(l["status"] != "failed");
+	CHECK(text_cache::entry().empty());
+	// A later start with THP on fills the entry and maps it huge.
+	report_line m = run_once("thpon-cache.json");
+	CHECK(m["cache"] == "miss");
+	unlink(report.c_str());
+}
+
 TEST_CASE("a tmpfs cache too small for the entry: the fill is refused, nothing left behind", "[tmpfs-cache]")
 {
 	text_cache c("within_size", "1777", "16m");
