@@ -74,14 +74,16 @@ def main():
             rg = code_ranges(pid, path)
             huge = smaps_huge(pid, rg)
             pf = huge_pfns(pid, rg)
-        except OSError:
+        except OSError as e:
+            procs.append({"pid": pid, "error": str(e)})
             continue
         union |= pf
         procs.append({"pid": pid, "huge_bytes": huge, "huge_pages": len(pf)})
     print(json.dumps({"processes": procs,
-                      "moved": sum(1 for p in procs if p["huge_bytes"] > 0),
+                      "moved": sum(1 for p in procs if p.get("huge_bytes", 0) > 0),
                       "distinct_huge_bytes": len(union) * (2 << 20),
-                      "mapped_huge_bytes": sum(p["huge_bytes"] for p in procs)}))
+                      "mapped_huge_bytes": sum(p.get("huge_bytes", 0) for p in procs),
+                      "errors": sum(1 for p in procs if "error" in p)}))
 
 
 main()
