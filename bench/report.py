@@ -15,11 +15,11 @@ import os
 import sys
 
 from reportlib import (breakeven, clang, counters, header, itlb, memory, notes, real, remap, reproduce,
-                       small, startup, summary)
+                       servers, small, startup, summary)
 from reportlib.common import Report
 
 # The page's sections after the summary, in order.
-SECTIONS = [remap, startup, itlb, memory, real, small, clang, counters, breakeven, notes, reproduce]
+SECTIONS = [remap, startup, itlb, memory, real, small, clang, servers, counters, breakeven, notes, reproduce]
 
 
 def main():

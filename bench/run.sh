@@ -7,7 +7,10 @@
 #   bench/run.sh --only LIST     only some steps, merged into the last results:
 #                                remap, startup, itlb, memory, real,
 #                                small (programs with nothing to move),
-#                                clang (clang 14 compiling LLVM's headers)
+#                                clang (clang 14 compiling LLVM's headers),
+#                                servers (PostgreSQL, MariaDB, a Node HTTP
+#                                server under pgbench, sysbench and wrk; only
+#                                with --only: about 35 minutes, 6 with --quick)
 #   bench/run.sh --report-only   redo the report from the last results
 #                                (BUILD's, else docs/benchmarks.json, which
 #                                every full or --only run leaves)
@@ -28,7 +31,7 @@ while [ $# -gt 0 ]; do
 	--quick) MODE=(--quick) ;;
 	--only) ONLY=$2; shift ;;
 	--report-only) REPORT_ONLY=1 ;;
-	-h|--help) sed -n '2,18p' "$0"; exit 0 ;;
+	-h|--help) sed -n '2,21p' "$0"; exit 0 ;;
 	*) echo "unknown argument: $1" >&2; exit 2 ;;
 	esac
 	shift
@@ -48,6 +51,9 @@ if [ $REPORT_ONLY = 0 ]; then
 	command -v node >/dev/null || pkgs+=(nodejs)
 	command -v rustc >/dev/null || pkgs+=(rustc)
 	command -v perf >/dev/null || pkgs+=(linux-perf)
+	case ",$ONLY," in
+	*,servers,*) pkgs+=(postgresql mariadb-server sysbench wrk) ;;
+	esac
 	missing=()
 	for p in "${pkgs[@]}"; do
 		dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
