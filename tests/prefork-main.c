@@ -15,6 +15,9 @@
  * (its thread count and its text on huge pages right after fork) and
  * execs PROGRAM; the master prints "master huge_kb K".
  *
+ * "spawn PROGRAM...": runs PROGRAM with posix_spawn() and waits for it,
+ * then prints "master huge_kb K" and "child status S".
+ *
  * "thpoff MS": turns transparent huge pages off for itself
  * (prctl(PR_SET_THP_DISABLE), as MariaDB does), burns CPU for MS ms,
  * then prints "thpoff huge_kb K disabled D" (D: prctl(PR_GET_THP_DISABLE)
@@ -26,6 +29,7 @@
 #define _GNU_SOURCE
 #endif
 #include <fcntl.h>
+#include <spawn.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -163,6 +167,21 @@ static int exec_child(char **argv)
 	return 0;
 }
 
+extern char **environ;
+
+static int spawn_child(char **argv)
+{
+	pid_t pid;
+	int st = 0;
+
+	if (posix_spawn(&pid, argv[0], NULL, NULL, argv, environ) != 0)
+		return 1;
+	if (waitpid(pid, &st, 0) != pid || !WIFEXITED(st))
+		return 1;
+	printf("master huge_kb %lu\nchild status %d\n", text_huge_kb(), WEXITSTATUS(st));
+	return 0;
+}
+
 static int thpoff(double ms)
 {
 	if (prctl(PR_SET_THP_DISABLE, 1, 0, 0, 0) != 0)
@@ -179,6 +198,8 @@ int main(int argc, char **argv)
 		return workers(atoi(argv[2]), atof(argv[3]));
 	if (argc >= 3 && strcmp(argv[1], "exec") == 0)
 		return exec_child(argv + 2);
+	if (argc >= 3 && strcmp(argv[1], "spawn") == 0)
+		return spawn_child(argv + 2);
 	if (argc >= 3 && strcmp(argv[1], "thpoff-exec") == 0) {
 		if (prctl(PR_SET_THP_DISABLE, 1, 0, 0, 0) != 0)
 			return 1;
@@ -187,6 +208,6 @@ int main(int argc, char **argv)
 	}
 	if (argc >= 3 && strcmp(argv[1], "thpoff") == 0)
 		return thpoff(atof(argv[2]));
-	fprintf(stderr, "usage: prefork-main workers N MS | exec PROGRAM... | thpoff MS | thpoff-exec PROGRAM...\n");
+	fprintf(stderr, "usage: prefork-main workers N MS | exec PROGRAM... | spawn PROGRAM... | thpoff MS | thpoff-exec PROGRAM...\n");
 	return 2;
 }

@@ -132,6 +132,19 @@ TEST_CASE("a child that execs right after fork() makes no copy and has no thread
 			CHECK(l["status"] != "ok");
 }
 
+TEST_CASE("posix_spawn() is glibc's alone: no copy in the parent or the child, the wait goes on",
+	  "[prefork]")
+{
+	std::string report = temp_path("prefork-spawn.json");
+	run_result r = run_default({ prefork(), "spawn", "/bin/true" }, report);
+
+	INFO(r.out << r.err);
+	REQUIRE(r.status == 0);
+	CHECK(line_value(r.out, "child status") == "0");
+	CHECK(line_value(r.out, "master huge_kb") == "0");
+	CHECK(ok_lines(read_report(report)).empty());
+}
+
 TEST_CASE("a program that never forks still waits for its copy to pay", "[prefork]")
 {
 	std::string report = temp_path("prefork-none.json");
