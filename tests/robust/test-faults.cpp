@@ -58,6 +58,7 @@ struct scenario {
 	api call = api::range;
 	enum ht_mode mode = HT_MODE_THP;
 	std::string share_dir; // with share: a hugetlbfs directory
+	bool cover_ends = false; // HUGETEXT_COVER_ENDS: the head's page takes the ELF headers
 };
 
 // What a child saw, sent back through a pipe as text.
@@ -177,6 +178,7 @@ outcome run_here(const fault_plan &plan, const scenario &sc, const std::string &
 	opt.page_cache = 0; // the copy itself is under test
 	opt.mode = sc.mode;
 	opt.report_path = report.c_str();
+	opt.cover_ends = sc.cover_ends;
 	if (!sc.share_dir.empty()) {
 		opt.share = 1;
 		opt.share_dir = sc.share_dir.c_str();
@@ -681,4 +683,28 @@ TEST_CASE("after mremap unmapped the target and failed, the code is put back and
 			CHECK(o.error == HT_E_SWAP);
 		}
 	}
+}
+
+// Only in test-faults-ends (linked at 0x400000, not PIE, 4 KiB segments):
+// the code shares its first 2 MiB page with the ELF headers, and the
+// cover-ends swap replaces two mappings (r--, r-x) with one.
+TEST_CASE("each call of a cover-ends remap, failed in turn, leaves the headers and the code as they were",
+	  "[faults][ends]")
+{
+	uintptr_t lo = 0, hi = 0, hlo = 0, hhi = 0;
+	std::string head;
+
+	REQUIRE(maps_entry((uintptr_t)bigtext_start, &lo, &hi));
+	// The layout this case is about: a read-only mapping of the program ends
+	// where the code begins, and holds the start of the code's first 2 MiB page.
+	REQUIRE(maps_entry(lo - 1, &hlo, &hhi, &head));
+	INFO(head);
+	REQUIRE(hhi == lo);
+	REQUIRE(head.find(" r--p ") != std::string::npos);
+	REQUIRE(hlo <= (lo & ~(huge - 1)));
+	REQUIRE(lo % huge != 0);
+	scenario sc;
+	sc.call = api::whole;
+	sc.cover_ends = true;
+	sweep(sc, true);
 }
