@@ -141,6 +141,17 @@ struct first_definer {
 	int found;
 };
 
+/*
+ * The kernel's vDSO defines no allocator; arm64's has a SysV hash table
+ * only (no DT_GNU_HASH), which must not count as an object we cannot read.
+ * glibc names it by its soname alone; every object loaded from a file is
+ * named by its path (the program: "").
+ */
+static int is_vdso(const struct dl_phdr_info *info)
+{
+	return info->dlpi_name && strcmp(info->dlpi_name, "linux-vdso.so.1") == 0;
+}
+
 static int first_definer_cb(struct dl_phdr_info *info, size_t size, void *ctx)
 {
 	struct first_definer *f = ctx;
@@ -148,6 +159,8 @@ static int first_definer_cb(struct dl_phdr_info *info, size_t size, void *ctx)
 	const char *name = info->dlpi_name ? info->dlpi_name : "";
 
 	(void)size;
+	if (is_vdso(info))
+		return 0;
 	read_dynamic(info, &syms);
 	if (!syms.symtab || !syms.strtab)
 		return 0; /* no dynamic symbols (the vDSO may lack some): defines nothing */
