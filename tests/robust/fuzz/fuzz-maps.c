@@ -32,8 +32,18 @@ static void check_plan(const struct ht_seg_query *q, size_t huge, int rc, const 
 		return;
 	PROPERTY(p->span.start % huge == 0 && p->span.end % huge == 0);
 	PROPERTY(p->span.start < p->span.end);
-	/* Never below the segment: that memory is someone else's data. */
-	PROPERTY(p->span.start >= q->start);
+	/*
+	 * Never below the segment, where the memory is someone else's data,
+	 * except into the object's read-only bytes that cover-ends allows.
+	 */
+	if (q->ro_end > q->ro_start && p->span.start < q->start) {
+		PROPERTY(p->span.start >= q->ro_start);
+		PROPERTY(p->readonly >= q->start - p->span.start);
+	} else {
+		PROPERTY(p->span.start >= q->start);
+	}
+	PROPERTY(p->code > 0 && p->code <= p->span.end - p->span.start);
+	PROPERTY(p->readonly <= p->span.end - p->span.start - p->code);
 	PROPERTY(p->mapped > 0 && p->mapped <= p->span.end - p->span.start);
 	PROPERTY(p->mapped % 4096 == 0);
 	if (p->reserve_gap)
@@ -88,6 +98,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		q.end = (uintptr_t)raw + (uintptr_t)len_pages * 4096;
 	}
 	q.any_object = (flags >> 1) & 1;
+	/* Cover-ends: bounds around the segment, from the control bytes. */
+	if ((flags & 0x80) && q.end > q.start) {
+		uintptr_t below = ((uintptr_t)raw_limit * 4096) % (q.start / 4096 * 4096 + 1);
+
+		q.ro_start = (q.start - below) / 4096 * 4096;
+		q.ro_end = q.end + (uintptr_t)(raw_limit >> 4) * 4096;
+		if (q.ro_end < q.end)
+			q.ro_end = q.ro_start = 0;
+	}
 	check_plan(&q, huge, ht_plan_segment(buf, size, &q, huge, &p), &p);
 
 	/* The span arithmetic alone, near the top of the address space too. */
