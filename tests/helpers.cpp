@@ -247,6 +247,13 @@ std::string node_code_object()
 	return r.out.find("libnode.so") != std::string::npos ? "libnode" : "node";
 }
 
+std::vector<std::string> node_match_vars()
+{
+	if (node_code_object() == "libnode")
+		return { "HUGETEXT_MATCH=/libnode\\.so" };
+	return {};
+}
+
 world_dir::world_dir()
 {
 	char tmpl[] = "/tmp/hugetext-world-XXXXXX";

@@ -62,6 +62,9 @@ struct world_dir {
 // shared library (Debian's build: a small /usr/bin/node over libnode.so),
 // "node" when it is in the program (a static build), "" without node.
 std::string node_code_object();
+// The preload's variables that reach node's code: HUGETEXT_MATCH for
+// libnode.so (the preload takes a library only when named), else none.
+std::vector<std::string> node_match_vars();
 
 // The path of a complete shared cache entry (*.text) in @dir, or "".
 std::string cache_entry(const std::string &dir);

@@ -28,15 +28,6 @@ static unsigned long ok_bytes(const std::vector<report_line> &lines, const std::
 	return total;
 }
 
-// The preload's settings that reach node's code: Debian's node keeps it
-// in libnode.so, which the preload takes only when named.
-static std::vector<std::string> node_env(const std::string &obj)
-{
-	if (obj == "libnode")
-		return { "HUGETEXT_MATCH=/libnode\\.so" };
-	return {};
-}
-
 TEST_CASE("node runs with at least 20 MiB of its code on huge pages", "[real]")
 {
 	std::string obj = node_code_object();
@@ -51,7 +42,7 @@ TEST_CASE("node runs with at least 20 MiB of its code on huge pages", "[real]")
 	// pages instead depends on the kernel (test-pagecache covers that).
 	std::vector<std::string> env = { "LD_PRELOAD=" + preload(), "HUGETEXT_REPORT=" + report,
 					 "HUGETEXT_COPY=now" };
-	for (auto &e : node_env(obj))
+	for (auto &e : node_match_vars())
 		env.push_back(e);
 	run_result r = run_cmd({ "node", "-e", js }, env);
 
@@ -162,7 +153,7 @@ TEST_CASE("with HUGETEXT_ASYNC=1, node and cc1plus are moved while they run and 
 		run_result plain = run_cmd({ "node", "-e", js });
 		std::vector<std::string> e = env;
 		e.push_back("HUGETEXT_REPORT=" + report);
-		for (auto &v : node_env(obj))
+		for (auto &v : node_match_vars())
 			e.push_back(v);
 		run_result r = run_cmd({ "node", "-e", js }, e);
 		INFO("node's code is in " << obj);

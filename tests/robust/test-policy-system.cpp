@@ -77,8 +77,8 @@ std::string node_match()
 // The same as a variable, for the runs whose environment overrides the file.
 std::vector<std::string> node_match_env(std::vector<std::string> env)
 {
-	if (node_code_object() == "libnode")
-		env.push_back("HUGETEXT_MATCH=/libnode\\.so");
+	for (auto &v : node_match_vars())
+		env.push_back(v);
 	return env;
 }
 
