@@ -205,7 +205,17 @@ TEST_CASE("the bundled demo moves 62 MiB and gives the same checksum", "[example
 	CHECK(checksum(moved.out) == checksum(plain.out));
 	CHECK(checksum(api.out) == checksum(plain.out));
 	CHECK(plain.out.find("on huge pages: 0 MiB") != std::string::npos);
+#if defined(__aarch64__)
+	// arm64's linker puts the headers and the code in one 64 MiB segment
+	// from address 0, loaded 64 KiB-aligned: 31 whole 2 MiB pages, and the
+	// last one too when the load address puts at least half of it under
+	// code (or when it lands on the 2 MiB grid).
+	INFO(moved.out);
+	CHECK((moved.out.find("on huge pages: 62 MiB") != std::string::npos ||
+	       moved.out.find("on huge pages: 64 MiB") != std::string::npos));
+#else
 	CHECK(moved.out.find("on huge pages: 62 MiB") != std::string::npos);
+#endif
 	CHECK(api.out.find("MapStaticCodeToLargePages: ok") != std::string::npos);
 }
 
