@@ -215,7 +215,9 @@ make_disk() {
 	rm -rf "$stage" "$img"
 	mkdir -p "$stage/src" "$stage/build"
 	tar -C "$src" --exclude=./.git --exclude='./build*' -cf - . | tar -C "$stage/src" -xf - || return 1
-	cp -a "$build/." "$stage/build/" || return 1
+	# Hard links where the cache shares the build's file system: a build
+	# dir holds more than a GiB of generated programs.
+	cp -al "$build/." "$stage/build/" 2>/dev/null || cp -a "$build/." "$stage/build/" || return 1
 	size=$(($(du -sm "$stage" | cut -f1) * 2 + 3072))
 	truncate -s "${size}M" "$img"
 	case $fs in
