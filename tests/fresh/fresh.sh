@@ -114,6 +114,17 @@ exec chroot "$root" /usr/bin/env -i HOME=/root USER=root LOGNAME=root SHELL=/bin
 EOF
 }
 
+# Ends what a command left running in the root (a package's postinst may
+# start its server there, as on a real machine): before the next command,
+# and before the root is removed.
+stop_in_root() {
+	local root=$1 pid
+	for pid in $(ls /proc | grep -E '^[0-9]+$'); do
+		[ "$(readlink "/proc/$pid/root" 2>/dev/null)" = "$root" ] && kill -9 "$pid" 2>/dev/null
+	done
+	sleep 1
+}
+
 # The suite's counts from meson's log, "passed failed skipped", then one
 # line per skipped or failed test with its name (and a skip's own reason).
 suite_counts() {
@@ -160,6 +171,7 @@ for tmp in $tmps; do
 		start=$(date +%s)
 		in_root "$root" "$tmp" "$cmd" "$log"
 		rc=$?
+		stop_in_root "$root"
 		took=$(($(date +%s) - start))
 		counts=
 		if [ $which = test ]; then
