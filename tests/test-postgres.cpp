@@ -132,9 +132,18 @@ TEST_CASE("postgres under the defaults: pgbench -S runs clean, every backend on 
 	INFO(sum.out << sum.err << bench.out << bench.err);
 	CHECK(bench.status == 0);
 	CHECK(bench.out.find("number of failed transactions: 0 ") != std::string::npos);
-	// Two backends and the server's own processes, all moved.
+	// Two backends and the server's own processes, all moved.  A child may
+	// end between the listing and the reading (under qemu a short-lived one
+	// did): it is counted as an error, and only that error is allowed.
 	REQUIRE(nkids >= 4);
-	CHECK(json_value(sum.out, "moved") == std::to_string(nkids + 1));
+	size_t gone = 0, errors = 0;
+	for (size_t at = 0; (at = sum.out.find("\"error\"", at)) != std::string::npos; at++)
+		errors++;
+	for (size_t at = 0; (at = sum.out.find("No such file or directory", at)) != std::string::npos; at++)
+		gone++;
+	CHECK(errors == gone);
+	CHECK(json_value(sum.out, "moved") == std::to_string(nkids + 1 - gone));
+	CHECK(std::stoul(json_value(sum.out, "moved")) >= 4);
 	// One copy: the postmaster's, made at its first fork, seen by all.
 	auto ok = ok_lines(read_report(s.report));
 	REQUIRE(ok.size() == 1);
