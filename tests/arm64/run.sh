@@ -17,8 +17,13 @@
 # --no-build runs it as it is (a test whose program is missing fails).
 # Cached in HT_ARM64_CACHE (default /var/cache/hugetext-arm64): the
 # arm64 root (root/), the kernel packages and their unpacked trees, the
-# initramfs, each run's output (runs/KERNEL-FS-THP/: console.log,
-# testlog.json, probe.json, env.txt).  Prints one line per run,
+# initramfs.  Each run's output goes to HT_ARM64_RUNS (default runs/ in
+# the cache), KERNEL-FS-THP/: console.log, testlog.json, probe.json,
+# env.txt.  Two invocations may run at once with different HT_ARM64_RUNS
+# and build dirs (--build; the default one under the cache is shared):
+# the guest only reads the root (9p read-only under a tmpfs
+# overlay) and each run stages its disk in a directory of its own.
+# Prints one line per run,
 # "arm64: KERNEL FS THP: N passed, N failed, N skipped", then the sum,
 # "N passed, N failed, N skipped", and exits non-zero when anything
 # failed or a run did not finish.  Needs root.
@@ -28,6 +33,7 @@ repo=$(cd "$here/../.." && pwd)
 kharness=$repo/tests/kernel
 cache=${HT_ARM64_CACHE:-/var/cache/hugetext-arm64}
 root=$cache/root
+runs=${HT_ARM64_RUNS:-$cache/runs}
 kernels=6.1 thps=always fss=ext4
 build= probe=1 meson_sel=() cmd= rebuild=1
 
@@ -186,7 +192,7 @@ initramfs() {
 	for n in crc32c_generic libcrc32c virtio_pci virtio_blk 9pnet_virtio 9p overlay ext4 xfs; do
 		add_module "$n" "$tree"
 	done
-	(cd "$tree" && find . | cpio -o -H newc --quiet | gzip -1) >"$out.tmp" && mv "$out.tmp" "$out"
+	(cd "$tree" && find . | cpio -o -H newc --quiet | gzip -1) >"$out.tmp.$$" && mv "$out.tmp.$$" "$out"
 	rm -rf "$tree"
 	echo "$out"
 }
@@ -200,18 +206,19 @@ ensure_build() {
 			die "meson setup with meson-cross-arm64.txt failed"
 	fi
 	# A target that fails to build fails its test in the guest: counted, not hidden.
-	[ "$rebuild" = 0 ] || ninja -C "$build" -k 0 >"$cache/build.log" 2>&1 ||
-		echo "arm64: some targets of $build fail to build (see $cache/build.log)"
+	[ "$rebuild" = 0 ] || ninja -C "$build" -k 0 >"$runs/build.log" 2>&1 ||
+		echo "arm64: some targets of $build fail to build (see $runs/build.log)"
 	file -L "$build/lib/libhugetext-preload.so" | grep -q aarch64 || die "$build is not an arm64 build"
 	src=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["directories"]["source"])' \
 		"$build/meson-info/meson-info.json") || die "$build is not a meson build dir"
 }
 
 # The disk image of file system $2: src/ and build/ of the project.  ext4
-# is filled here; XFS by the guest from a stage inside the root (the
-# guest's /host is the arm64 root).
+# is filled here; XFS by the guest from the stage $3 inside the root (the
+# guest's /host is the arm64 root), one per run so that runs at once do
+# not share it.
 make_disk() {
-	local img=$1 fs=$2 stage=$root/var/tmp/hugetext-stage size
+	local img=$1 fs=$2 stage=$3 size
 	rm -rf "$stage" "$img"
 	mkdir -p "$stage/src" "$stage/build"
 	tar -C "$src" --exclude=./.git --exclude='./build*' -cf - . | tar -C "$stage/src" -xf - || return 1
@@ -241,18 +248,20 @@ PY
 }
 
 run_guest() {
-	local kernel=$1 thp=$2 fs=$3 out=$4 kdir image initrd sel
+	local kernel=$1 thp=$2 fs=$3 out=$4 kdir image initrd sel stage
 	kdir=$(kernel_dir "$kernel") || return 1
 	image=$(ls "$kdir"/boot/vmlinuz-* | head -1)
 	initrd=$(initramfs "$kdir") || return 1
-	make_disk "$out/disk.img" "$fs" || return 1
+	# 755 as a plain mkdir makes it: the disk's root takes its mode.
+	stage=$(mktemp -d "$root/var/tmp/hugetext-stage.XXXXXX") && chmod 755 "$stage" || return 1
+	make_disk "$out/disk.img" "$fs" "$stage" || { rm -rf "$stage"; return 1; }
 	sel="${meson_sel[*]:---no-suite fuzz --no-suite package}"
 	cat >"$out/job.env" <<EOF
 HT_SRC='$src'
 HT_BUILD='$build'
 HT_THP='$thp'
 HT_FS='$fs'
-HT_STAGE='/var/tmp/hugetext-stage'
+HT_STAGE='${stage#"$root"}'
 HT_HARNESS='$src/tests/kernel'
 HT_KERNEL_LABEL='arm64-$kernel'
 HT_MESON_ARGS='$sel'
@@ -271,9 +280,10 @@ EOF
 		-virtfs "local,path=$out,mount_tag=out,security_model=none,multidevs=remap" \
 		-drive "file=$out/disk.img,format=raw,if=virtio,cache=unsafe" </dev/null 2>&1 |
 		tee "$out/console.log"
-	rm -rf "$out/disk.img" "$root/var/tmp/hugetext-stage"
+	rm -rf "$out/disk.img" "$stage"
 }
 
+mkdir -p "$runs" || die "cannot make $runs"
 need_packages
 ensure_root
 ensure_build
@@ -282,7 +292,7 @@ summary=()
 for kernel in $kernels; do
 	for fs in $fss; do
 		for thp in $thps; do
-			out=$cache/runs/$kernel-$fs-$thp
+			out=$runs/$kernel-$fs-$thp
 			rm -rf "$out"
 			mkdir -p "$out"
 			echo "arm64: kernel $kernel, $fs, THP $thp (output in $out)"
