@@ -3,16 +3,22 @@
 # bookworm's newest 6.12) booted under qemu-system-aarch64 (TCG, -cpu max)
 # with an arm64 Debian 12 root made by debootstrap, the project
 # cross-compiled here (meson-cross-arm64.txt) and run there: the test
-# suite (minus fuzz and the package suite) and the probe of the library's
-# path, as the x86-64 matrix does (it reuses tests/kernel/init, guest.sh
-# and probe.sh as they are).
+# suite (minus fuzz and the package suite), the probe of the library's
+# path, as the x86-64 matrix does (through tests/kernel/init, guest.sh,
+# probe.sh and the matrix's own functions, lib.sh), and the real-program check (tests/arm64/real.sh: node,
+# g++, clang++, rustc and java, Debian's arm64 builds installed into the
+# root once).
 #
 #   tests/arm64/run.sh [--kernel 6.1,6.12] [--thp always,madvise]
 #                      [--fs ext4,xfs] [--all] [--suite S]... [--test T]...
-#                      [--build DIR] [--no-build] [--no-probe] [--run 'COMMAND']
+#                      [--build DIR] [--no-build] [--no-probe] [--no-real]
+#                      [--no-suite] [--prepare] [--run 'COMMAND']
 #
 # Default: 6.1, always, ext4.  --all: both kernels, both THP modes, both
-# file systems.  --build DIR: a build dir configured with the cross file
+# file systems.  --no-real leaves the real-program check out (and its
+# packages uninstalled), --no-suite the test suite; --prepare only makes
+# the root and installs what the runs need.  A real-program line counts
+# as a test.  --build DIR: a build dir configured with the cross file
 # (default: one under the cache, set up and built from this tree);
 # --no-build runs it as it is (a test whose program is missing fails).
 # Cached in HT_ARM64_CACHE (default /var/cache/hugetext-arm64): the
@@ -35,12 +41,10 @@ cache=${HT_ARM64_CACHE:-/var/cache/hugetext-arm64}
 root=$cache/root
 runs=${HT_ARM64_RUNS:-$cache/runs}
 kernels=6.1 thps=always fss=ext4
-build= probe=1 meson_sel=() cmd= rebuild=1
-
-die() {
-	echo "arm64: $*" >&2
-	exit 2
-}
+build= probe=1 meson_sel=() cmd= rebuild=1 real=1 suite=1 prepare=0
+ht_name=arm64 ht_arch=arm64
+# shellcheck source=tests/kernel/lib.sh
+. "$kharness/lib.sh"
 
 while [ $# -gt 0 ]; do
 	case $1 in
@@ -53,6 +57,9 @@ while [ $# -gt 0 ]; do
 	--build) build=$(realpath -m "$2"); shift ;;
 	--no-build) rebuild=0 ;;
 	--no-probe) probe=0 ;;
+	--no-real) real=0 ;;
+	--no-suite) suite=0 ;;
+	--prepare) prepare=1 ;;
 	--run) cmd=$2; shift ;;
 	-h | --help) sed -n '2,/^set -u/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
 	*) die "unknown argument $1 (see --help)" ;;
@@ -81,11 +88,7 @@ need_packages() {
 	for pair in libelf-dev:arm64 catch2:arm64; do
 		dpkg -s "$pair" >/dev/null 2>&1 || missing+=("$pair")
 	done
-	[ ${#missing[@]} -eq 0 ] && return 0
-	echo "arm64: installing ${missing[*]}"
-	DEBIAN_FRONTEND=noninteractive apt-get install -y "${missing[@]}" >/dev/null ||
-		{ apt-get update >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y "${missing[@]}" >/dev/null; } ||
-		die "cannot install ${missing[*]}"
+	install_packages "${missing[@]}"
 }
 
 # qemu-user runs debootstrap's second stage: binfmt_misc must be mounted
@@ -99,8 +102,11 @@ need_binfmt() {
 
 # The arm64 Debian 12 root, made once: what the suite and the probe run
 # (python3 and meson for meson test; strace, file, binutils for tests).
+# Under a lock: two invocations at once make it once.
 ensure_root() {
 	[ -x "$root/usr/bin/meson" ] && [ -x "$root/bin/busybox" ] && return 0
+	exec 9>"$cache/root.lock" && flock 9 || die "cannot lock $cache/root.lock"
+	[ -x "$root/usr/bin/meson" ] && [ -x "$root/bin/busybox" ] && { flock -u 9; return 0; }
 	need_binfmt
 	echo "arm64: debootstrap of an arm64 Debian 12 root in $root (about 25 minutes)"
 	rm -rf "$root.tmp"
@@ -109,92 +115,30 @@ ensure_root() {
 		bookworm "$root.tmp" http://deb.debian.org/debian >"$cache/debootstrap.log" 2>&1 ||
 		die "debootstrap failed (see $cache/debootstrap.log)"
 	mv "$root.tmp" "$root"
+	flock -u 9
 }
 
-# The arm64 package name of a kernel label.
-kernel_package() {
-	local meta
-	case $1 in
-	6.1)
-		(cd "$cache/debs" && apt-get download linux-image-arm64:arm64 >/dev/null 2>&1) || return 1
-		meta=$(ls -t "$cache"/debs/linux-image-arm64_*.deb | head -1)
-		dpkg-deb -f "$meta" Depends | tr ',|' '\n\n' | sed 's/ *(.*//; s/^ *//; s/:arm64$//' |
-			grep -m1 '^linux-image-6\.1\.'
-		;;
-	6.12)
-		apt-cache search --names-only '^linux-image-6\.12\.[0-9]+\+deb12-arm64$' | awk '{ print $1 }' |
-			sort -V | tail -1
-		;;
-	esac
-}
-
-# Downloads and unpacks a kernel once; prints its directory.
-kernel_dir() {
-	local pkg deb dir
-	mkdir -p "$cache/debs" "$cache/unpacked"
-	pkg=$(kernel_package "$1")
-	[ -n "$pkg" ] || { echo "arm64: no package for kernel $1 (apt-get update?)" >&2; return 1; }
-	dir=$cache/unpacked/$pkg
-	if [ ! -d "$dir/boot" ]; then
-		deb=$(ls "$cache/debs/${pkg}"_*.deb 2>/dev/null | head -1)
-		if [ -z "$deb" ]; then
-			(cd "$cache/debs" && apt-get download "$pkg:arm64" >/dev/null 2>&1) ||
-				{ echo "arm64: cannot download $pkg" >&2; return 1; }
-			deb=$(ls "$cache/debs/${pkg}"_*.deb | head -1)
-		fi
-		rm -rf "$dir.tmp"
-		dpkg-deb -x "$deb" "$dir.tmp" && mv "$dir.tmp" "$dir" || return 1
-	fi
-	echo "$dir"
-}
-
-# The modules the guest needs, dependencies first, into $2/modules, their
-# load order in $2/modules.load (tests/kernel/init loads them).
-declare -A mod_path mod_seen
-add_module() {
-	local name=${1//-/_} file dep
-	[ -n "${mod_seen[$name]:-}" ] && return 0
-	mod_seen[$name]=1
-	file=${mod_path[$name]:-}
-	[ -n "$file" ] || return 0 # built in, or not on this architecture
-	case $file in
-	*.xz) xz -dc "$file" >"$2/modules/$name.ko" ;;
-	*.zst) zstd -dqc "$file" >"$2/modules/$name.ko" ;;
-	*) cp "$file" "$2/modules/$name.ko" ;;
-	esac
-	for dep in $(tr '\0' '\n' <"$2/modules/$name.ko" | sed -n 's/^depends=//p' | tr ',' ' '); do
-		add_module "$dep" "$2"
+# The real programs of the real-program check (tests/arm64/real.sh):
+# Debian's arm64 builds, installed into the root once (apt-get in a chroot
+# under qemu-user, with /proc for the JDK's postinst, in a mount namespace
+# of its own); the .debs stay in the root's apt cache.
+real_packages=(nodejs g++ clang rustc openjdk-17-jdk-headless)
+ensure_real() {
+	local missing=() p
+	for p in "${real_packages[@]}"; do
+		dpkg --admindir="$root/var/lib/dpkg" -s "$p" 2>/dev/null | grep -q '^Status: install ok installed' ||
+			missing+=("$p")
 	done
-	echo "$name.ko" >>"$2/modules.load"
-}
-
-# The initramfs: the root's arm64 busybox, the x86-64 matrix's init, modules.
-initramfs() {
-	local kdir=$1 out=$cache/initrd/$(basename "$1").cpio.gz tree f n mods
-	if [ -f "$out" ] && [ "$out" -nt "$kharness/init" ] && [ "$out" -nt "$0" ]; then
-		echo "$out"
-		return 0
-	fi
-	mods=$(ls -d "$kdir"/lib/modules/* | head -1)
-	mkdir -p "$cache/initrd"
-	tree=$(mktemp -d) || return 1
-	mkdir -p "$tree/bin" "$tree/modules" "$tree/proc" "$tree/sys" "$tree/dev"
-	cp "$root/bin/busybox" "$tree/bin/busybox"
-	cp "$kharness/init" "$tree/init"
-	chmod 755 "$tree/init"
-	: >"$tree/modules.load"
-	mod_path=() mod_seen=()
-	while read -r f; do
-		n=$(basename "$f")
-		n=${n%%.ko*}
-		mod_path[${n//-/_}]=$f
-	done < <(find "$mods/kernel" -name '*.ko*')
-	for n in crc32c_generic libcrc32c virtio_pci virtio_blk 9pnet_virtio 9p overlay ext4 xfs; do
-		add_module "$n" "$tree"
-	done
-	(cd "$tree" && find . | cpio -o -H newc --quiet | gzip -1) >"$out.tmp.$$" && mv "$out.tmp.$$" "$out"
-	rm -rf "$tree"
-	echo "$out"
+	[ ${#missing[@]} -eq 0 ] && return 0
+	exec 9>"$cache/root.lock" && flock 9 || die "cannot lock $cache/root.lock"
+	need_binfmt
+	echo "arm64: installing ${missing[*]} into $root (under qemu-user, once; see $cache/real-install.log)"
+	unshare --mount --propagation private env ROOT="$root" PKGS="${missing[*]}" bash -c '
+		mount -t proc proc "$ROOT/proc" || exit 1
+		chroot "$ROOT" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin DEBIAN_FRONTEND=noninteractive \
+			sh -c "apt-get update && apt-get install -y --no-install-recommends $PKGS"' \
+		>"$cache/real-install.log" 2>&1 || die "cannot install ${missing[*]} into the root (see $cache/real-install.log)"
+	flock -u 9
 }
 
 # The cross build: the given one, or one under the cache from this tree.
@@ -209,67 +153,28 @@ ensure_build() {
 	[ "$rebuild" = 0 ] || ninja -C "$build" -k 0 >"$runs/build.log" 2>&1 ||
 		echo "arm64: some targets of $build fail to build (see $runs/build.log)"
 	file -L "$build/lib/libhugetext-preload.so" | grep -q aarch64 || die "$build is not an arm64 build"
-	src=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["directories"]["source"])' \
-		"$build/meson-info/meson-info.json") || die "$build is not a meson build dir"
+	src=$(source_of "$build") || die "$build is not a meson build dir"
 }
 
-# The disk image of file system $2: src/ and build/ of the project.  ext4
-# is filled here; XFS by the guest from the stage $3 inside the root (the
-# guest's /host is the arm64 root), one per run so that runs at once do
-# not share it.
-make_disk() {
-	local img=$1 fs=$2 stage=$3 size
-	rm -rf "$stage" "$img"
-	mkdir -p "$stage/src" "$stage/build"
-	tar -C "$src" --exclude=./.git --exclude='./build*' -cf - . | tar -C "$stage/src" -xf - || return 1
-	# Hard links where the cache shares the build's file system: a build
-	# dir holds more than a GiB of generated programs.
-	cp -al "$build/." "$stage/build/" 2>/dev/null || cp -a "$build/." "$stage/build/" || return 1
-	size=$(($(du -sm "$stage" | cut -f1) * 2 + 3072))
-	truncate -s "${size}M" "$img"
-	case $fs in
-	ext4) mkfs.ext4 -q -F -d "$stage" "$img" ;;
-	xfs) mkfs.xfs -q -f "$img" ;;
-	esac
-}
-
-count() {
-	python3 - "$1/testlog.json" <<'PY'
-import json, os, sys
-p = f = s = 0
-if os.path.exists(sys.argv[1]):
-    for line in open(sys.argv[1]):
-        r = json.loads(line).get("result", "")
-        if r in ("OK", "EXPECTEDFAIL"): p += 1
-        elif r == "SKIP": s += 1
-        else: f += 1
-print(p, f, s)
-PY
-}
-
-run_guest() {
+# One configuration (run_configs, tests/kernel/lib.sh, runs every one).
+run_config() {
 	local kernel=$1 thp=$2 fs=$3 out=$4 kdir image initrd sel stage
 	kdir=$(kernel_dir "$kernel") || return 1
 	image=$(ls "$kdir"/boot/vmlinuz-* | head -1)
-	initrd=$(initramfs "$kdir") || return 1
-	# 755 as a plain mkdir makes it: the disk's root takes its mode.
-	stage=$(mktemp -d "$root/var/tmp/hugetext-stage.XXXXXX") && chmod 755 "$stage" || return 1
-	make_disk "$out/disk.img" "$fs" "$stage" || { rm -rf "$stage"; return 1; }
+	# The root's arm64 busybox; crc32c before ext4 and XFS, which ask the
+	# crypto API for it.
+	initrd=$(initramfs "$kdir" "$root/bin/busybox" crc32c_generic libcrc32c virtio_pci virtio_blk \
+		9pnet_virtio 9p overlay ext4 xfs) || return 1
+	# The stage inside the root, where the guest (XFS) reads it as /host/...:
+	# one per run, so that runs at once do not share it.
+	stage=$(mktemp -d "$root/var/tmp/hugetext-stage.XXXXXX") || return 1
+	make_disk "$out/disk.img" "$fs" "$stage" "$src" "$build" || { rm -rf "$stage"; return 1; }
 	sel="${meson_sel[*]:---no-suite fuzz --no-suite package}"
-	cat >"$out/job.env" <<EOF
-HT_SRC='$src'
-HT_BUILD='$build'
-HT_THP='$thp'
-HT_FS='$fs'
-HT_STAGE='${stage#"$root"}'
-HT_HARNESS='$src/tests/kernel'
-HT_KERNEL_LABEL='arm64-$kernel'
-HT_MESON_ARGS='$sel'
-HT_CLANG='0'
-HT_PROBE='$probe'
-HT_PATH='/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin'
-EOF
-	printf 'HT_CMD=%q\n' "$cmd" >>"$out/job.env"
+	[ "$suite" = 1 ] || sel=none
+	job_env "$out" HT_SRC="$src" HT_BUILD="$build" HT_THP="$thp" HT_FS="$fs" HT_STAGE="${stage#"$root"}" \
+		HT_HARNESS="$src/tests/kernel" HT_KERNEL_LABEL="arm64-$kernel" HT_MESON_ARGS="$sel" HT_CLANG=0 \
+		HT_REAL="$([ "$real" = 1 ] && echo "$src/tests/arm64/real.sh")" HT_PROBE="$probe" \
+		HT_PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin HT_CMD="$cmd"
 	# pauth-impdef: pointer authentication stays on (the dlopen() entry signs
 	# through it) with qemu's cheap algorithm instead of QARMA.
 	timeout 7200 qemu-system-aarch64 -M virt -accel tcg,thread=multi -cpu max,pauth-impdef=on \
@@ -286,32 +191,9 @@ EOF
 mkdir -p "$runs" || die "cannot make $runs"
 need_packages
 ensure_root
+[ "$real" = 0 ] || ensure_real
+[ "$prepare" = 0 ] || { echo "arm64: the root is ready in $root"; exit 0; }
 ensure_build
-failed=0 tp=0 tf=0 ts=0
-summary=()
-for kernel in $kernels; do
-	for fs in $fss; do
-		for thp in $thps; do
-			out=$runs/$kernel-$fs-$thp
-			rm -rf "$out"
-			mkdir -p "$out"
-			echo "arm64: kernel $kernel, $fs, THP $thp (output in $out)"
-			git -C "$src" rev-parse --short=7 HEAD >"$out/commit" 2>/dev/null
-			run_guest "$kernel" "$thp" "$fs" "$out"
-			read -r p f s < <(count "$out")
-			rc=$(cat "$out/rc" 2>/dev/null || echo none)
-			line="arm64: $kernel $fs $thp: $p passed, $f failed, $s skipped"
-			if [ "$rc" = none ]; then
-				line="$line (the run did not finish)"
-				f=$((f + 1))
-			fi
-			[ "$f" -eq 0 ] && [ "$rc" = 0 ] || failed=1
-			tp=$((tp + p)) tf=$((tf + f)) ts=$((ts + s))
-			summary+=("$line")
-			echo "$line"
-		done
-	done
-done
-printf '%s\n' "${summary[@]}"
+run_configs "$runs"
 echo "$tp passed, $tf failed, $ts skipped"
 exit "$failed"

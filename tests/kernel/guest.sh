@@ -6,9 +6,13 @@
 #   probe.json    the probe's report lines, each tagged with its case
 #   testlog.json  meson's test log
 #   clang.result  "ok" or why the clang check failed
+#   real.result   the output of HT_REAL, a real-program check run after
+#                 the suite (tests/arm64/real.sh: "ok NAME: ..." or
+#                 "failed NAME: why", a line per program)
 #   env.txt       the kernel, file system and THP mode seen here
 # Settings: HT_SRC HT_BUILD HT_THP HT_FS HT_OUT HT_MESON_ARGS HT_PROBE HT_CLANG (1/0),
-# HT_CMD (a command to run in the build dir first, for --run).
+# HT_REAL (a script, given the build dir), HT_CMD (a command to run in the
+# build dir first, for --run).
 # Under qemu it sets HT_EMULATED=tcg for the tests: the few whose work or
 # waits are sized for hardware (perfmap, tools-hostile, tools-edit) size
 # them for emulation instead.
@@ -52,5 +56,9 @@ if [ "${HT_MESON_ARGS:-}" != none ]; then
 		bash "$here/real-clang.sh" "$HT_BUILD" >"$HT_OUT/clang.result" 2>&1 || rc=1
 		echo "clang check: $(head -c 300 "$HT_OUT/clang.result")"
 	fi
+fi
+if [ -n "${HT_REAL:-}" ]; then
+	bash "$HT_REAL" "$HT_BUILD" >"$HT_OUT/real.result" 2>&1 || rc=1
+	cat "$HT_OUT/real.result"
 fi
 exit "$rc"
