@@ -2,6 +2,7 @@
 /* The shared text cache (see cache.h). */
 #include "cache.h"
 #include "pool.h"
+#include "service.h"
 #include "sys.h"
 
 #include <errno.h>
@@ -142,7 +143,7 @@ static int mount_root(int fd, const struct stat *st)
  * must be root's tmpfs, writable by others only when sticky (1777), so
  * nobody can rename our directory away and put theirs in its place.
  */
-static int open_text_dir(struct ht_region *r)
+static int open_text_dir(struct ht_region *r, int shared)
 {
 	struct stat st;
 	struct statfs sfs;
@@ -167,7 +168,9 @@ static int open_text_dir(struct ht_region *r)
 		ht_sys_close(mfd);
 		return refuse(r, HT_TEXT_CACHE_DIR " is not a mount of its own (hugetext setup mounts it)", -EPERM);
 	}
-	fd = open_user_dir(mfd, r);
+	/* The service's entries: root's directory, made by the service, never by us. */
+	fd = shared ? ht_sys_openat(mfd, HT_SERVICE_SHARED, O_RDONLY | O_DIRECTORY | O_NOFOLLOW, 0)
+		    : open_user_dir(mfd, r);
 	ht_sys_close(mfd);
 	return fd;
 }
@@ -186,18 +189,21 @@ int ht_text_cache_present(void)
  * auto: the set-up's tmpfs cache only.  on: HUGETEXT_SHARE_DIR, else the
  * set-up's cache, else the first 2 MiB hugetlbfs.
  */
-static int open_dir(const struct ht_options *opt, int *tmpfs, struct ht_region *r)
+static int open_dir(const struct ht_options *opt, enum ht_cache_use use, int *tmpfs,
+		    struct ht_region *r)
 {
 	int fd, err;
 
-	if (opt->share == HT_SHARE_AUTO) {
-		fd = open_text_dir(r);
+	if (use == HT_CACHE_SHARED_HIT) {
+		fd = open_text_dir(r, 1);
+	} else if (opt->share == HT_SHARE_AUTO) {
+		fd = open_text_dir(r, 0);
 	} else if (opt->share_dir) {
 		fd = ht_sys_open(opt->share_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW, 0);
 		if (fd < 0)
 			return refuse(r, "cannot open HUGETEXT_SHARE_DIR", fd);
 	} else {
-		fd = open_text_dir(r);
+		fd = open_text_dir(r, 0);
 		if (fd == -ENOENT)
 			fd = open_hugetlbfs_dir(r);
 	}
@@ -246,10 +252,19 @@ static int same_code(const char *copy, struct ht_span span, size_t mapped)
  * and cannot map a hugetlbfs file at a 4 KiB offset) then fall back to a
  * copy instead of failing.
  */
-static int open_entry(int dirfd, const char *name)
+static int open_entry(int dirfd, const char *name, int shared)
 {
 	char link[300];
 	int fd, err;
+
+	/*
+	 * The service's directory is root's: no link of ours can be made
+	 * there.  Its entries are on tmpfs, which maps at any 4 KiB offset, so
+	 * a program that maps again what /proc/self/maps names gets the same
+	 * bytes.
+	 */
+	if (shared)
+		return ht_sys_openat(dirfd, name, O_RDONLY | O_NOFOLLOW, 0);
 
 	snprintf(link, sizeof(link), "%s.tmp.%ld.link", name, (long)ht_getpid());
 	err = ht_sys_linkat(dirfd, name, link);
@@ -277,14 +292,14 @@ static int entry_huge(const char *p, size_t len)
 }
 
 /* Maps a complete, trusted entry as a copy ready to swap in. */
-static int map_entry(int dirfd, int tmpfs, const char *name, struct ht_span span, size_t mapped,
-		     char **copy, struct ht_region *r)
+static int map_entry(int dirfd, int tmpfs, const char *name, int shared, struct ht_span span,
+		     size_t mapped, char **copy, struct ht_region *r)
 {
 	size_t len = span.end - span.start;
 	struct stat st;
 	const char *why;
 	void *p;
-	int fd = open_entry(dirfd, name);
+	int fd = open_entry(dirfd, name, shared);
 	int err;
 
 	if (fd < 0)
@@ -292,6 +307,8 @@ static int map_entry(int dirfd, int tmpfs, const char *name, struct ht_span span
 	/* fstat on the descriptor we map, never on the path: no swap in between. */
 	err = ht_sys_fstat(fd, &st);
 	why = err < 0 ? "cannot stat the cache entry" : ht_cache_distrust(&st, ht_geteuid(), 0);
+	if (!why && shared && st.st_uid != 0)
+		why = "the service's cache entry does not belong to root";
 	if (!why && (uint64_t)st.st_size != len)
 		why = "cache entry has the wrong size (truncated?)";
 	if (!why) {
@@ -364,17 +381,21 @@ static int fill_entry(const struct ht_options *opt, int dirfd, int tmpfs, const 
 }
 
 static int cache_move_in(const struct ht_options *opt, int dirfd, int tmpfs, const char *name,
-			 struct ht_span span, const struct ht_source *src, struct ht_region *r)
+			 enum ht_cache_use use, struct ht_span span, const struct ht_source *src,
+			 struct ht_region *r)
 {
 	const char *how = "hit";
+	int shared = use == HT_CACHE_SHARED_HIT, fill = use == HT_CACHE_HIT_OR_FILL;
 	char *copy;
-	int err = map_entry(dirfd, tmpfs, name, span, src->mapped, &copy, r);
+	int err = map_entry(dirfd, tmpfs, name, shared, span, src->mapped, &copy, r);
 
+	if (err == -ENOENT && !fill)
+		return err;
 	if (err == -ENOENT) {
 		how = "miss";
 		err = fill_entry(opt, dirfd, tmpfs, name, span, src, r);
 		if (err == 0)
-			err = map_entry(dirfd, tmpfs, name, span, src->mapped, &copy, r);
+			err = map_entry(dirfd, tmpfs, name, 0, span, src->mapped, &copy, r);
 	}
 	if (err < 0)
 		return err == -ENOENT ? refuse(r, "cache entry vanished", err) : err;
@@ -393,7 +414,8 @@ static int cache_move_in(const struct ht_options *opt, int dirfd, int tmpfs, con
 }
 
 int ht_cache_move(const struct ht_options *opt, const struct ht_cache_key *key,
-		  struct ht_span span, const struct ht_source *src, struct ht_region *r)
+		  enum ht_cache_use use, struct ht_span span, const struct ht_source *src,
+		  struct ht_region *r)
 {
 	char name[256];
 	int dirfd, tmpfs = 0, err;
@@ -402,10 +424,10 @@ int ht_cache_move(const struct ht_options *opt, const struct ht_cache_key *key,
 	r->cache_error = "";
 	if (ht_cache_name(key, name, sizeof(name)) < 0)
 		return refuse(r, "cache key too long", -ENAMETOOLONG);
-	dirfd = open_dir(opt, &tmpfs, r);
+	dirfd = open_dir(opt, use, &tmpfs, r);
 	if (dirfd < 0)
 		return dirfd;
-	err = cache_move_in(opt, dirfd, tmpfs, name, span, src, r);
+	err = cache_move_in(opt, dirfd, tmpfs, name, use, span, src, r);
 	ht_sys_close(dirfd);
 	return err;
 }

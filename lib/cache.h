@@ -44,6 +44,14 @@ const char *ht_cache_distrust(const struct stat *st, uid_t euid, int want_dir);
  */
 int ht_text_cache_present(void);
 
+/* How ht_cache_move() may use the cache. */
+enum ht_cache_use {
+	HT_CACHE_HIT_OR_FILL, /* this user's entry, filled first when missing */
+	HT_CACHE_HIT_ONLY,    /* this user's entry when it exists: -ENOENT otherwise */
+	/* The text service's entry (HT_TEXT_CACHE_DIR/shared, root's) when it exists. */
+	HT_CACHE_SHARED_HIT,
+};
+
 /*
  * Moves the span through the cache: maps a trusted, complete, fresh entry
  * (r->cache "hit"), or fills one first (r->cache "miss").
@@ -57,6 +65,7 @@ int ht_text_cache_present(void);
  * The program is untouched in every failing case.
  */
 int ht_cache_move(const struct ht_options *opt, const struct ht_cache_key *key,
-		  struct ht_span span, const struct ht_source *src, struct ht_region *r);
+		  enum ht_cache_use use, struct ht_span span, const struct ht_source *src,
+		  struct ht_region *r);
 
 #endif

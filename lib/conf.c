@@ -143,14 +143,14 @@ static int parse_name(const char *const *names, size_t count, const char *v, siz
 	return -EINVAL;
 }
 
-/* share = 0|1|auto, in the order of HT_SHARE_*. */
-static int parse_share(const struct line *l, const char *v, size_t n, int *out)
+/* share, big_libraries = 0|1|auto, in the order of HT_SHARE_* and HT_BIG_LIBRARIES_*. */
+static int parse_auto_flag(const struct line *l, const char *key, const char *v, size_t n, int *out)
 {
 	static const char *const names[] = { "0", "1", "auto" };
 
 	if (parse_name(names, 3, v, n, out) == 0)
 		return 0;
-	return bad(l, "share: '%.*s' is not 0, 1 or auto", (int)n, v);
+	return bad(l, "%s: '%.*s' is not 0, 1 or auto", key, (int)n, v);
 }
 
 /* copy = now|auto|never, in the order of HT_COPY_*. */
@@ -239,10 +239,15 @@ static int set_key(struct ht_conf *c, const struct line *l, const char *k, size_
 		err = parse_flag(l, "page_cache", v, vn, &c->page_cache), bit = HT_CONF_PAGE_CACHE;
 	else if (key_is(k, kn, "cover_ends"))
 		err = parse_flag(l, "cover_ends", v, vn, &c->cover_ends), bit = HT_CONF_COVER_ENDS;
+	else if (key_is(k, kn, "service"))
+		err = parse_flag(l, "service", v, vn, &c->service), bit = HT_CONF_SERVICE;
 	else if (key_is(k, kn, "async"))
 		err = parse_flag(l, "async", v, vn, &c->async), bit = HT_CONF_ASYNC;
 	else if (key_is(k, kn, "share"))
-		err = parse_share(l, v, vn, &c->share), bit = HT_CONF_SHARE;
+		err = parse_auto_flag(l, "share", v, vn, &c->share), bit = HT_CONF_SHARE;
+	else if (key_is(k, kn, "big_libraries"))
+		err = parse_auto_flag(l, "big_libraries", v, vn, &c->big_libraries),
+		bit = HT_CONF_BIG_LIBRARIES;
 	else if (key_is(k, kn, "copy"))
 		err = parse_copy(l, v, vn, &c->copy), bit = HT_CONF_COPY;
 	else if (key_is(k, kn, "copy_after_ms"))

@@ -54,6 +54,8 @@ enum ht_conf_key {
 	HT_CONF_COPY_AFTER_MS = 1u << 14,
 	HT_CONF_TEXT_CACHE_SIZE = 1u << 15,
 	HT_CONF_COVER_ENDS = 1u << 16,
+	HT_CONF_BIG_LIBRARIES = 1u << 17,
+	HT_CONF_SERVICE = 1u << 20,
 };
 
 /* mode = ...: the same order as enum ht_mode (internal.h). */
@@ -78,6 +80,8 @@ struct ht_conf {
 	int copy;                         /* 0 now, 1 auto, 2 never: as HT_COPY_* */
 	unsigned copy_after_ms;
 	int cover_ends;                   /* 0 or 1: ht_options.cover_ends */
+	int big_libraries;                /* 0 off, 1 on, 2 auto: as HT_BIG_LIBRARIES_* */
+	int service;                      /* 0 or 1: ht_options.service */
 	/* hugetext setup */
 	unsigned pool;                    /* 2 MiB pages; 0: leave the pool alone */
 	char hugetlbfs[HT_CONF_PATH_MAX];

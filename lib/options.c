@@ -24,9 +24,14 @@ void ht_options_init(struct ht_options *opt)
 	opt->share = HT_SHARE_AUTO;
 	opt->copy = HT_COPY_NOW;
 	opt->copy_after_ms = -1;
+	opt->service = 1;
 }
 
-int ht_parse_share(const char *s, int *out)
+_Static_assert(HT_SHARE_OFF == HT_BIG_LIBRARIES_OFF && HT_SHARE_ON == HT_BIG_LIBRARIES_ON &&
+		       HT_SHARE_AUTO == HT_BIG_LIBRARIES_AUTO,
+	       "share and big_libraries take the same values");
+
+int ht_parse_auto_bool(const char *s, int *out)
 {
 	int on;
 
@@ -152,8 +157,11 @@ void ht_options_env(struct ht_options *opt, char *(*get)(const char *),
 		opt->mode = HT_MODE_EXPLICIT;
 	env_bool(get, "HUGETEXT_VERBOSE", &opt->verbose, notes, len);
 	v = get("HUGETEXT_SHARE");
-	if (v && ht_parse_share(v, &opt->share) < 0)
+	if (v && ht_parse_auto_bool(v, &opt->share) < 0)
 		ht_note_ignored(notes, len, "HUGETEXT_SHARE", v);
+	v = get("HUGETEXT_BIG_LIBRARIES");
+	if (v && ht_parse_auto_bool(v, &opt->big_libraries) < 0)
+		ht_note_ignored(notes, len, "HUGETEXT_BIG_LIBRARIES", v);
 	v = get("HUGETEXT_COPY");
 	if (v && ht_parse_copy(v, &opt->copy) < 0)
 		ht_note_ignored(notes, len, "HUGETEXT_COPY", v);
@@ -169,6 +177,7 @@ void ht_options_env(struct ht_options *opt, char *(*get)(const char *),
 	env_bool(get, "HUGETEXT_PERF_MAP", &opt->perf_map, notes, len);
 	env_bool(get, "HUGETEXT_PAGE_CACHE", &opt->page_cache, notes, len);
 	env_bool(get, "HUGETEXT_COVER_ENDS", &opt->cover_ends, notes, len);
+	env_bool(get, "HUGETEXT_SERVICE", &opt->service, notes, len);
 	v = get("HUGETEXT_REPORT");
 	if (v)
 		opt->report_path = *v ? v : NULL;

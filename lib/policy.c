@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* The preload's policy: which programs, and whether any code is worth moving. */
+/* The policy: which programs, which objects, and whether any code is worth moving. */
 #include "policy.h"
 
 #include <elf.h>
@@ -31,10 +31,14 @@ void ht_policy_from_conf(const struct ht_conf *c, struct ht_options *opt, struct
 		opt->verbose = c->verbose;
 	if (c->set & HT_CONF_COVER_ENDS)
 		opt->cover_ends = c->cover_ends;
+	if (c->set & HT_CONF_SERVICE)
+		opt->service = c->service;
 	if (c->set & HT_CONF_SHARE)
 		opt->share = c->share;
 	if (c->set & HT_CONF_COPY)
 		opt->copy = c->copy;
+	if (c->set & HT_CONF_BIG_LIBRARIES)
+		opt->big_libraries = c->big_libraries;
 	if (c->set & HT_CONF_COPY_AFTER_MS)
 		opt->copy_after_ms = (int)c->copy_after_ms;
 	if (c->set & HT_CONF_PROGRAMS)
@@ -69,18 +73,34 @@ uint64_t ht_object_code_bytes(const struct ht_object *o)
 	return n;
 }
 
-int ht_policy_worth(const struct ht_policy *p, const struct ht_object *objs, size_t n,
-		    int any_library)
+int ht_object_big_enough(const struct ht_options *opt, const struct ht_object *o)
 {
-	for (size_t i = 0; i < n; i++) {
-		const struct ht_object *o = &objs[i];
+	uint64_t code = ht_object_code_bytes(o);
 
-		if (!(o->is_main || any_library || ht_object_flagged(o)))
-			continue;
-		/* Less than one 2 MiB page of code never goes on a huge page. */
-		if (ht_object_code_bytes(o) >= p->min_code &&
-		    ht_object_code_bytes(o) >= HT_HUGE_PAGE_SIZE)
+	/* Less than one 2 MiB page of code never goes on a huge page. */
+	return code >= opt->min_code && code >= HT_HUGE_PAGE_SIZE;
+}
+
+static int big_libraries_taken(const struct ht_options *opt)
+{
+	return opt->big_libraries == HT_BIG_LIBRARIES_ON ||
+	       (opt->big_libraries == HT_BIG_LIBRARIES_AUTO && !opt->match);
+}
+
+enum ht_take ht_policy_take(const struct ht_options *opt, const struct ht_object *o, int named)
+{
+	if (o->is_main || named)
+		return HT_TAKE_WHOLE;
+	if (big_libraries_taken(opt) && ht_object_big_enough(opt, o))
+		return HT_TAKE_WHOLE;
+	return ht_object_flagged(o) ? HT_TAKE_FLAGGED : HT_TAKE_NONE;
+}
+
+int ht_policy_worth(const struct ht_options *opt, const struct ht_object *objs, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (ht_object_big_enough(opt, &objs[i]) &&
+		    ht_policy_take(opt, &objs[i], opt->match != NULL) != HT_TAKE_NONE)
 			return 1;
-	}
 	return 0;
 }

@@ -2,9 +2,11 @@
 /* The shared text cache as a source of one span (the cache itself is cache.c). */
 #include "cache.h"
 #include "run.h"
+#include "service.h"
 #include "sys.h"
 
 #include <errno.h>
+#include <string.h>
 #include <sys/stat.h>
 
 /*
@@ -21,6 +23,37 @@ static const char *share_refusal(const struct ht_object *o, const struct ht_sour
 	if (src->fd < 0)
 		return "code differs from its file or the file cannot be opened";
 	return NULL;
+}
+
+/*
+ * A file only root can write is the text service's to serve: its entry
+ * (root's, for every user) or this user's own is mapped when it exists;
+ * else the file goes to the service, which fills the entry or warms the
+ * page cache off this process's path, and this start goes on without the
+ * cache ("offered").  Returns: 1 when the span was swapped in or offered,
+ * 0 when the caller should fill the cache itself (no service).
+ */
+static int served_by_service(const struct ht_options *opt, const struct ht_cache_key *key,
+			     const struct ht_seg_plan *p, const struct ht_source *src,
+			     struct ht_region *g)
+{
+	struct stat st;
+	int err;
+
+	if (ht_sys_fstat(src->fd, &st) < 0 || ht_offer_refusal(&st))
+		return 0;
+	err = ht_cache_move(opt, key, HT_CACHE_SHARED_HIT, p->span, src, g);
+	/* The service's entry is there but unusable: say why; the service has it already. */
+	if (err == 0 || err != -ENOENT)
+		return 1;
+	if (ht_cache_move(opt, key, HT_CACHE_HIT_ONLY, p->span, src, g) == 0)
+		return 1;
+	if (ht_service_offer(HT_SERVICE_SOCKET, src->fd, p->file_off, p->span.end - p->span.start,
+			     src->mapped) < 0)
+		return 0;
+	g->cache = "offered";
+	g->cache_error = "";
+	return 1;
 }
 
 int ht_try_cache(const struct ht_options *opt, const struct ht_object *o,
@@ -52,8 +85,12 @@ int ht_try_cache(const struct ht_options *opt, const struct ht_object *o,
 		key.mtime_sec = st.st_mtim.tv_sec;
 		key.mtime_nsec = st.st_mtim.tv_nsec;
 	}
-	if (ht_cache_move(opt, &key, p->span, src, g) < 0)
+	if (opt->share == HT_SHARE_AUTO && opt->service && served_by_service(opt, &key, p, src, g)) {
+		if (strcmp(g->cache, "hit") != 0)
+			return -EAGAIN;
+	} else if (ht_cache_move(opt, &key, HT_CACHE_HIT_OR_FILL, p->span, src, g) < 0) {
 		return -EAGAIN;
+	}
 	g->status = HT_STATUS_OK;
 	g->error = HT_E_NONE;
 	g->sys_errno = 0;

@@ -8,14 +8,21 @@
  * Contract: each wrapper returns 0 (or a count, or a pointer through an
  * out-parameter) on success and a negative errno on failure.  Addresses and
  * lengths handed to the mapping calls are page aligned; callers check.
+ *
+ * The one header of the seam; its sections follow the files: the table and
+ * glibc's functions (sys.c), dynamic symbol lookup (sys-dynsyms.c), memory
+ * mappings (sys-mem.c), files and the page cache (sys-file.c), this
+ * process's own state (sys-proc.c).
  */
 #ifndef HT_SYS_H
 #define HT_SYS_H
 
+#include <errno.h>
 #include <regex.h>
 #include <signal.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/types.h>
@@ -58,6 +65,10 @@ struct ht_sys {
 	uid_t (*geteuid)(void);
 	/* prctl(2) with one argument: PR_GET_THP_DISABLE */
 	int (*prctl)(int option, unsigned long arg);
+	/* the text service's socket (service.c): AF_UNIX, SOCK_SEQPACKET, one message */
+	int (*socket)(int domain, int type, int protocol);
+	int (*connect)(int fd, const struct sockaddr *addr, socklen_t len);
+	long (*sendmsg)(int fd, const struct msghdr *msg, int flags);
 };
 
 /* The table in use.  Tests replace entries to inject failures. */
@@ -110,7 +121,7 @@ struct ht_libc {
 };
 const struct ht_libc *ht_libc(void);
 
-/* An object's dynamic symbol tables, where the loader mapped them. */
+/* An object's dynamic symbol tables, where the loader mapped them (sys-dynsyms.c). */
 struct ht_dynsyms {
 	const uint32_t *gnu_hash; /* DT_GNU_HASH */
 	const void *symtab;       /* DT_SYMTAB: ElfW(Sym) */
@@ -147,7 +158,17 @@ char *ht_secure_getenv(const char *name);
 pid_t ht_getpid(void);
 uid_t ht_geteuid(void);
 
-/* Wrappers: negative errno on failure. */
+/*
+ * The wrappers, by concern: 0 (or a count, or a descriptor) on success,
+ * a negative errno on failure.
+ */
+/* For the seam's own files: errno as a negative return. */
+static inline int ht_sys_neg_errno(void)
+{
+	return errno > 0 ? -errno : -EIO;
+}
+
+/* Memory mappings (sys-mem.c). */
 int ht_sys_map_anon(size_t len, size_t align, int hugetlb, void **out);
 int ht_sys_unmap(void *addr, size_t len);
 int ht_sys_advise(void *addr, size_t len, int advice);
@@ -158,6 +179,15 @@ int ht_sys_reserve_fixed(void *addr, size_t len);
 int ht_sys_unmapped(void *addr);
 /* Maps fresh anonymous memory exactly at @addr, which must be free. */
 int ht_sys_map_fixed_anon(void *addr, size_t len);
+/* Maps @len bytes of @fd; hugetlbfs files come back 2 MiB aligned. */
+int ht_sys_map_file(int fd, size_t len, int prot, int shared, void **out);
+/*
+ * Maps @len bytes of @fd privately and populated at an @align-aligned
+ * address (a power of two): a file of huge pages there can map with PMDs.
+ */
+int ht_sys_map_file_aligned(int fd, size_t len, int prot, size_t align, void **out);
+
+/* Files and the page cache (sys-file.c). */
 int ht_sys_open(const char *path, int flags, mode_t mode);
 ssize_t ht_sys_pread_full(int fd, void *buf, size_t len, off_t off);
 int ht_sys_write_full(int fd, const void *buf, size_t len);
@@ -172,13 +202,29 @@ int ht_sys_unlinkat(int dirfd, const char *path);
 int ht_sys_linkat(int dirfd, const char *old, const char *new_path);
 int ht_sys_ftruncate(int fd, off_t len);
 int ht_sys_fstatfs(int fd, struct statfs *st);
-/* Maps @len bytes of @fd; hugetlbfs files come back 2 MiB aligned. */
-int ht_sys_map_file(int fd, size_t len, int prot, int shared, void **out);
+
+/* Read a whole (proc) file into a malloc'ed, NUL-terminated buffer. */
+int ht_sys_read_file(const char *path, char **buf, size_t *len);
+
+/* posix_fadvise(POSIX_FADV_DONTNEED): drops the clean, unmapped cached pages. */
+int ht_sys_drop_cached(int fd, uint64_t off, size_t len);
 /*
- * Maps @len bytes of @fd privately and populated at an @align-aligned
- * address (a power of two): a file of huge pages there can map with PMDs.
+ * Reads [@off, @off + @len) of @fd (both 2 MiB multiples) through a
+ * 2 MiB-aligned MADV_HUGEPAGE mapping of our own, one touch per 2 MiB, so
+ * that pages missing from the page cache come in as 2 MiB pages; stops
+ * after the first 2 MiB when that one did not.  Returns the bytes that sit
+ * in 2 MiB pages, or a negative errno.
  */
-int ht_sys_map_file_aligned(int fd, size_t len, int prot, size_t align, void **out);
+int64_t ht_sys_read_huge(int fd, uint64_t off, size_t len);
+
+/* This process: its THP setting, descriptor table and page tables (sys-proc.c). */
+/*
+ * Whether the process turned transparent huge pages off for itself
+ * (prctl(PR_SET_THP_DISABLE), inherited over fork and exec): 1 when off,
+ * 0 when on, a negative errno when the kernel cannot say.  Only asked,
+ * never changed: the setting is the program's.
+ */
+int ht_sys_thp_disabled(void);
 
 /*
  * Gives the calling thread a descriptor table of its own, holding only
@@ -203,26 +249,15 @@ int ht_sys_scan_huge(uintptr_t start, uintptr_t end, uint64_t *huge);
 /* Sets @huge[i] when the i-th 2 MiB page from @start is mapped huge; -ENOTTY before 6.7. */
 int ht_sys_scan_huge_chunks(uintptr_t start, size_t n, unsigned char *huge);
 
-/* posix_fadvise(POSIX_FADV_DONTNEED): drops the clean, unmapped cached pages. */
-int ht_sys_drop_cached(int fd, uint64_t off, size_t len);
-/*
- * Reads [@off, @off + @len) of @fd (both 2 MiB multiples) through a
- * 2 MiB-aligned MADV_HUGEPAGE mapping of our own, one touch per 2 MiB, so
- * that pages missing from the page cache come in as 2 MiB pages; stops
- * after the first 2 MiB when that one did not.  Returns the bytes that sit
- * in 2 MiB pages, or a negative errno.
- */
-int64_t ht_sys_read_huge(int fd, uint64_t off, size_t len);
+/* Local sockets, for the text service's offer (sys-net.c). */
+int ht_sys_socket(int domain, int type, int protocol);
+int ht_sys_connect(int fd, const struct sockaddr *addr, socklen_t len);
+long ht_sys_sendmsg(int fd, const struct msghdr *msg, int flags);
 
-/*
- * Whether the process turned transparent huge pages off for itself
- * (prctl(PR_SET_THP_DISABLE), inherited over fork and exec): 1 when off,
- * 0 when on, a negative errno when the kernel cannot say.  Only asked,
- * never changed: the setting is the program's.
- */
-int ht_sys_thp_disabled(void);
-
-/* Read a whole (proc) file into a malloc'ed, NUL-terminated buffer. */
-int ht_sys_read_file(const char *path, char **buf, size_t *len);
+/* The running kernel's page sizes (sys-kernel.c). */
+/* The base page size (AT_PAGESZ), in bytes; 0 when unknown. */
+uint64_t ht_sys_base_page_size(void);
+/* 1 when the directory @path exists (a sysfs hugetlb size), else a negative errno. */
+int ht_sys_dir_exists(const char *path);
 
 #endif

@@ -26,7 +26,11 @@ extern "C" {
 #define HT_VERSION_MINOR 1
 #define HT_VERSION_PATCH 0
 
-/* Size of the huge pages the library aims for (x86-64 PMD pages). */
+/*
+ * Size of the huge pages the library moves: what a PMD maps on kernels
+ * with 4 KiB pages (x86-64, Debian's arm64).  Other kernels are skipped
+ * (HT_E_KERNEL_PAGES).
+ */
 #define HT_HUGE_PAGE_SIZE (2UL * 1024 * 1024)
 
 /* Where the copy of the code comes from. */
@@ -75,6 +79,7 @@ enum ht_error {
 	HT_E_DEFERRED,     /* skipped for now: a private copy waits until the process can pay for it */
 	HT_E_NO_COPY,      /* skipped: only a private copy could move it, and copy is "never" */
 	HT_E_THP_PROCESS,  /* skipped: the process turned THP off (PR_SET_THP_DISABLE), no pool room */
+	HT_E_KERNEL_PAGES, /* skipped: the kernel's PMD does not map 2 MiB (16 or 64 KiB pages) */
 	HT_E__COUNT
 };
 
@@ -124,6 +129,24 @@ struct ht_options {
 	 * default): only pages of code, and the tail over free space.
 	 */
 	int cover_ends;
+	/*
+	 * Nonzero (the default): a span that only a private copy could move
+	 * now, of a file only root can write, is handed to the text service
+	 * (`hugetext serve`, when it runs), which warms the file's page cache
+	 * or fills the shared cache so that later starts map the code huge
+	 * with no copy; this process goes on as without it.  0: never.
+	 */
+	int service;
+	/*
+	 * Which shared libraries move besides the program, the ones match
+	 * names and the flagged segments: HT_BIG_LIBRARIES_ON takes every
+	 * library with at least min_code bytes of code (never less than one
+	 * 2 MiB page) without its being named; HT_BIG_LIBRARIES_AUTO (the
+	 * preload's default) does so unless match is set, which then names
+	 * the libraries alone, as before; HT_BIG_LIBRARIES_OFF (the API's
+	 * default) takes only what match names.
+	 */
+	int big_libraries;
 };
 
 /* ht_options.share */
@@ -141,6 +164,13 @@ enum {
 	HT_COPY_NOW = 0,
 	HT_COPY_AUTO = 1,
 	HT_COPY_NEVER = 2,
+};
+
+/* ht_options.big_libraries: the order of HT_SHARE_* (0, 1, auto). */
+enum {
+	HT_BIG_LIBRARIES_OFF = 0,
+	HT_BIG_LIBRARIES_ON = 1,
+	HT_BIG_LIBRARIES_AUTO = 2,
 };
 
 /* The outcome for one region (one executable segment of one object). */
@@ -188,7 +218,8 @@ int ht_options_from_env(struct ht_options *opt);
 
 /**
  * ht_remap - move the main executable's code (and, with opt->match, the
- * matching shared libraries') onto huge pages.
+ * matching shared libraries'; with opt->big_libraries, the big ones')
+ * onto huge pages.
  * @opt: options, or NULL for the defaults.
  * @regions: array that receives one entry per region considered, or NULL.
  * @max: number of entries @regions can hold.

@@ -1,0 +1,836 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * hugetext serve: the text service.  Processes running the preload hand it
+ * the open files of big objects whose code no shared path serves yet; it
+ * makes that code huge for every later start, off their critical path:
+ *
+ *   1. it warms the file's page cache into 2 MiB pages (as `hugetext warm`),
+ *      which the kernel maps huge by itself where the file system keeps
+ *      such pages (XFS, ext4 from 6.16): no copy at all;
+ *   2. where that did not take, it fills the shared cache's entry, root's
+ *      and read-only, under HT_TEXT_CACHE_DIR/shared, which every user's
+ *      later starts map (the tmpfs is mounted with a size limit when absent);
+ *   3. a file still mapped by running processes is warmed again later.
+ *
+ * Only files that only root can write are served, and only when the
+ * sender runs them: nothing a user can write reaches another user.  One
+ * thread, one message per connection; a client cannot stall it for more
+ * than a moment.  The state file (HTE_SERVE_STATE) says what it did, for
+ * `hugetext status`.  The contract is docs/service.md.
+ */
+#include "tool.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <sys/sysmacros.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+#include <dirent.h>
+#include <elf.h>
+
+#include "cache.h"
+#include "conf.h"
+#include "objects.h"
+#include "serve.h"
+#include "service.h"
+#include "setup.h"
+#include "sys.h"
+
+#define HTE_SERVE_STATE "/run/hugetext/service.json"
+#define MAX_PENDING 64     /* files waiting to be warmed again */
+#define MAX_PER_UID 8      /* of them, from one user */
+#define MAX_DONE 1024      /* offers remembered, so a repeat costs nothing */
+#define RETRY_S 5          /* between two warms of a file still in use */
+#define MAX_TRIES 60       /* five minutes of retries, then the file is dropped */
+#define LOG_KEEP 32        /* lines of each kind kept for the state file */
+
+static const char serve_usage[] =
+	"usage: hugetext serve [--socket PATH] [--state PATH] [--once]\n"
+	"\n"
+	"Run the text service: take the files that processes running the preload\n"
+	"offer, and make their code huge for later starts (warm the page cache into\n"
+	"2 MiB pages; else fill the shared text cache at " HT_TEXT_CACHE_DIR ", mounted\n"
+	"when absent with text_cache_size of /etc/hugetext.conf as its limit, by\n"
+	"default 1/16 of memory).  Under systemd the socket comes from\n"
+	"hugetext-serve.socket; started by hand it binds " HT_SERVICE_SOCKET " itself.\n"
+	"'service = off' in /etc/hugetext.conf: exit at once.  --once: serve one\n"
+	"offer, then exit (for tests).\n";
+
+/* What one served file is known as, so a repeat costs a lookup. */
+struct key {
+	dev_t dev;
+	ino_t ino;
+	off_t size;
+	int64_t mtime_sec;
+	long mtime_nsec;
+	uint64_t file_off, len, mapped;
+};
+
+struct pending {
+	int fd;
+	struct key k;
+	uid_t uid;
+	unsigned tries;
+	time_t next;
+};
+
+struct line {
+	char text[400];
+};
+
+struct log {
+	struct line l[LOG_KEEP];
+	unsigned n, next;
+	unsigned long total;
+};
+
+static struct {
+	const char *socket, *state;
+	uint64_t cache_size;   /* 0: no shared cache */
+	struct key done[MAX_DONE];
+	unsigned ndone, done_next;
+	struct pending pend[MAX_PENDING];
+	unsigned npend;
+	struct log warmed, filled, refused, evicted;
+	unsigned long offers;
+	volatile sig_atomic_t stop;
+} S;
+
+static void log_add(struct log *g, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void log_add(struct log *g, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(g->l[g->next].text, sizeof(g->l[0].text), fmt, ap);
+	va_end(ap);
+	g->next = (g->next + 1) % LOG_KEEP;
+	g->n += g->n < LOG_KEEP;
+	g->total++;
+}
+
+/* --- pure parts --- */
+
+int hte_maps_runs_file(const char *maps, size_t len, dev_t dev, ino_t ino)
+{
+	const char *p = maps, *end = maps + len;
+
+	while (p < end) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+		char line[512], perms[8];
+		unsigned maj, min;
+		unsigned long long lo, hi, off, inode;
+		size_t n = (size_t)((nl ? nl : end) - p);
+
+		if (n >= sizeof(line))
+			n = sizeof(line) - 1;
+		memcpy(line, p, n);
+		line[n] = '\0';
+		if (sscanf(line, "%llx-%llx %7s %llx %x:%x %llu", &lo, &hi, perms, &off, &maj, &min,
+			   &inode) == 7 &&
+		    perms[2] == 'x' && inode == (unsigned long long)ino && inode != 0 &&
+		    maj == major(dev) && min == minor(dev))
+			return 1;
+		p = nl ? nl + 1 : end;
+	}
+	return 0;
+}
+
+static const struct hte_entry_age *order_of;
+
+static int unused(const struct hte_entry_age *a)
+{
+	return a->atime <= a->mtime;
+}
+
+static int by_eviction(const void *x, const void *y)
+{
+	const struct hte_entry_age *a = &order_of[*(const size_t *)x], *b = &order_of[*(const size_t *)y];
+
+	if (unused(a) != unused(b))
+		return unused(a) ? -1 : 1;
+	if (unused(a))
+		return a->mtime < b->mtime ? -1 : a->mtime > b->mtime;
+	return a->atime < b->atime ? -1 : a->atime > b->atime;
+}
+
+void hte_eviction_order(const struct hte_entry_age *e, size_t n, size_t *idx)
+{
+	for (size_t i = 0; i < n; i++)
+		idx[i] = i;
+	order_of = e;
+	qsort(idx, n, sizeof(*idx), by_eviction);
+}
+
+uint64_t hte_auto_cache_size(uint64_t mem_total)
+{
+	uint64_t s = mem_total / 16;
+
+	s &= ~((2ULL << 20) - 1);
+	if (s < (256ULL << 20))
+		s = 256ULL << 20;
+	return s > (4ULL << 30) ? 4ULL << 30 : s;
+}
+
+/* --- the files --- */
+
+static void fd_path(int fd, char *buf, size_t len)
+{
+	char link[64];
+	ssize_t n;
+
+	snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
+	n = readlink(link, buf, len - 1);
+	buf[n > 0 ? n : 0] = '\0';
+	if (n <= 0)
+		snprintf(buf, len, "(fd %d)", fd);
+}
+
+static void key_of(const struct stat *st, const struct ht_offer *m, struct key *k)
+{
+	memset(k, 0, sizeof(*k));
+	k->dev = st->st_dev;
+	k->ino = st->st_ino;
+	k->size = st->st_size;
+	k->mtime_sec = st->st_mtim.tv_sec;
+	k->mtime_nsec = st->st_mtim.tv_nsec;
+	k->file_off = m->file_off;
+	k->len = m->len;
+	k->mapped = m->mapped;
+}
+
+static int seen(const struct key *k)
+{
+	for (unsigned i = 0; i < S.ndone; i++)
+		if (!memcmp(&S.done[i], k, sizeof(*k)))
+			return 1;
+	for (unsigned i = 0; i < S.npend; i++)
+		if (!memcmp(&S.pend[i].k, k, sizeof(*k)))
+			return 1;
+	return 0;
+}
+
+static void remember(const struct key *k)
+{
+	S.done[S.done_next] = *k;
+	S.done_next = (S.done_next + 1) % MAX_DONE;
+	S.ndone += S.ndone < MAX_DONE;
+}
+
+/* The build ID of the ELF file mapped at @map, as the library reads it from memory. */
+static size_t file_build_id(const struct hte_file *f, unsigned char *id, size_t max)
+{
+	const unsigned char *map = f->map;
+
+	if (f->elf.elfclass != 64 || f->elf.msb || f->elf.phentsize != sizeof(Elf64_Phdr))
+		return 0;
+	for (size_t i = 0; i < f->elf.phnum; i++) {
+		Elf64_Phdr ph;
+		int n;
+
+		memcpy(&ph, map + f->elf.phoff + i * sizeof(ph), sizeof(ph));
+		if (ph.p_type != PT_NOTE || ph.p_filesz > (1u << 20) || ph.p_offset > f->len ||
+		    ph.p_filesz > f->len - ph.p_offset)
+			continue;
+		n = ht_note_build_id(map + ph.p_offset, ph.p_filesz, id, max);
+		if (n > 0)
+			return (size_t)n;
+	}
+	return 0;
+}
+
+/*
+ * The entry's name, as the library would name it.  The offer's span must
+ * lie in an executable segment of a valid ELF file.  Returns: NULL or why not.
+ */
+static const char *entry_name(int fd, const struct stat *st, const struct ht_offer *m, char *name,
+			      size_t len)
+{
+	struct ht_cache_key ck = { .file_off = m->file_off, .len = m->len, .mapped = m->mapped };
+	unsigned char id[64];
+	char path[64];
+	struct hte_file f;
+	int in_text = 0;
+
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+	if (hte_file_open(&f, path, 0, "serve") < 0)
+		return "not an ELF file hugetext can read";
+	for (size_t i = 0; i < f.elf.nload; i++) {
+		const struct hte_seg *s = &f.elf.load[i];
+
+		/* The span's code overlaps an executable segment's bytes in the file. */
+		if ((s->flags & PF_X) && m->file_off < s->offset + s->filesz &&
+		    s->offset < m->file_off + m->mapped)
+			in_text = 1;
+	}
+	ck.build_id_len = file_build_id(&f, id, sizeof(id));
+	ck.build_id = ck.build_id_len ? id : NULL;
+	hte_file_close(&f);
+	if (!in_text)
+		return "the span is not in the file's code";
+	ck.dev = st->st_dev;
+	ck.ino = st->st_ino;
+	ck.size = (uint64_t)st->st_size;
+	ck.mtime_sec = st->st_mtim.tv_sec;
+	ck.mtime_nsec = st->st_mtim.tv_nsec;
+	return ht_cache_name(&ck, name, len) < 0 ? "cache key too long" : NULL;
+}
+
+/* --- the shared cache --- */
+
+/* HT_TEXT_CACHE_DIR, mounted (huge tmpfs, S.cache_size) when absent; its shared/ made. */
+static int open_shared_dir(int *mfd_out)
+{
+	char type[64], opts[512];
+	int made = 0, mfd, fd, err;
+
+	err = hte_mount_find(HT_TEXT_CACHE_DIR, type, sizeof(type), opts, sizeof(opts));
+	if (err == 0) {
+		if (!S.cache_size)
+			return -ENOENT;
+		err = hte_mount_text_cache(HT_TEXT_CACHE_DIR, S.cache_size, 0, &made);
+		if (err < 0)
+			return err;
+		printf("serve: mounted the shared text cache at %s (%llu MiB at most)\n", HT_TEXT_CACHE_DIR,
+		       (unsigned long long)(S.cache_size >> 20));
+	} else if (err < 0 || strcmp(type, "tmpfs") != 0) {
+		return err < 0 ? err : -EINVAL;
+	}
+	mfd = open(HT_TEXT_CACHE_DIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (mfd < 0)
+		return -errno;
+	if (mkdirat(mfd, HT_SERVICE_SHARED, 0755) < 0 && errno != EEXIST) {
+		err = -errno;
+		close(mfd);
+		return err;
+	}
+	fd = openat(mfd, HT_SERVICE_SHARED, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	err = -errno;
+	if (fd >= 0) {
+		struct stat st;
+
+		/* Ours alone: root's, and nobody else may write in it. */
+		if (fstat(fd, &st) < 0 || st.st_uid != 0 || (st.st_mode & 022)) {
+			close(fd);
+			fd = -1;
+			err = -EPERM;
+		}
+	}
+	*mfd_out = mfd;
+	return fd >= 0 ? fd : err;
+}
+
+/* Frees room for @need bytes by the eviction rule.  Returns: 0, or -ENOSPC. */
+static int make_room(int mfd, int dirfd, uint64_t need)
+{
+	struct hte_entry_age e[256];
+	char names[256][256];
+	size_t idx[256], n = 0;
+	struct statfs sfs;
+	struct dirent *d;
+	DIR *dir;
+	uint64_t avail;
+
+	if (fstatfs(mfd, &sfs) < 0)
+		return -errno;
+	avail = (uint64_t)sfs.f_bavail * (uint64_t)sfs.f_bsize;
+	if (avail >= need)
+		return 0;
+	if ((uint64_t)sfs.f_blocks * (uint64_t)sfs.f_bsize < need)
+		return -ENOSPC;
+	dir = fdopendir(dup(dirfd));
+	if (!dir)
+		return -errno;
+	while ((d = readdir(dir)) && n < 256) {
+		struct stat st;
+
+		if (d->d_name[0] == '.' || strstr(d->d_name, ".tmp.") ||
+		    fstatat(dirfd, d->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(st.st_mode))
+			continue;
+		e[n] = (struct hte_entry_age){ st.st_atim.tv_sec, st.st_mtim.tv_sec, (uint64_t)st.st_size };
+		snprintf(names[n], sizeof(names[n]), "%s", d->d_name);
+		n++;
+	}
+	closedir(dir);
+	hte_eviction_order(e, n, idx);
+	for (size_t i = 0; i < n && avail < need; i++) {
+		if (unlinkat(dirfd, names[idx[i]], 0) < 0)
+			continue;
+		log_add(&S.evicted, "%s (%llu MiB)", names[idx[i]], (unsigned long long)(e[idx[i]].bytes >> 20));
+		if (fstatfs(mfd, &sfs) == 0)
+			avail = (uint64_t)sfs.f_bavail * (uint64_t)sfs.f_bsize;
+	}
+	return avail >= need ? 0 : -ENOSPC;
+}
+
+/* The new entry's bytes: the file's code, then zeros to the span's end. */
+static int fill_bytes(int fd, const struct ht_offer *m, char *p)
+{
+	uint64_t done = 0;
+
+	while (done < m->mapped) {
+		ssize_t n = pread(fd, p + done, m->mapped - done, (off_t)(m->file_off + done));
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return n < 0 ? -errno : -EIO;
+		done += (uint64_t)n;
+	}
+	return 0;
+}
+
+/* True when the file is still what it was when the offer came. */
+static int unchanged(int fd, const struct stat *was)
+{
+	struct stat now;
+
+	return fstat(fd, &now) == 0 && now.st_size == was->st_size &&
+	       now.st_mtim.tv_sec == was->st_mtim.tv_sec && now.st_mtim.tv_nsec == was->st_mtim.tv_nsec;
+}
+
+/*
+ * Fills the entry @name under a temporary name, checks it sits on 2 MiB
+ * pages and that the file did not change meanwhile, and publishes it
+ * read-only.  Returns: NULL, or why not.
+ */
+static const char *fill_entry(int mfd, int dirfd, int fd, const struct stat *st,
+			      const struct ht_offer *m, const char *name)
+{
+	char tmp[300];
+	const char *why = NULL;
+	uint64_t huge = 0;
+	void *p;
+	int efd;
+
+	if (faccessat(dirfd, name, F_OK, AT_SYMLINK_NOFOLLOW) == 0)
+		return NULL; /* filled before: by us, for another process */
+	if (make_room(mfd, dirfd, m->len) < 0)
+		return "the shared cache is full (even after eviction)";
+	snprintf(tmp, sizeof(tmp), "%s.tmp.%ld", name, (long)getpid());
+	unlinkat(dirfd, tmp, 0);
+	efd = openat(dirfd, tmp, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (efd < 0)
+		return "cannot create a cache entry";
+	if (ftruncate(efd, (off_t)m->len) < 0 ||
+	    ht_sys_map_file(efd, m->len, PROT_READ | PROT_WRITE, 1, &p) < 0) {
+		why = "cannot size or map the new entry";
+	} else {
+		/* Every page now: over the mount's limit a touch would be SIGBUS. */
+		if (madvise(p, m->len, 23 /* MADV_POPULATE_WRITE */) < 0)
+			why = "no room for the entry's pages";
+		else if (fill_bytes(fd, m, p) < 0)
+			why = "cannot read the file";
+		munmap(p, m->len);
+	}
+	/* As the library will see it: mapped read-only at a 2 MiB boundary, all of it huge. */
+	if (!why && ht_sys_map_file_aligned(efd, m->len, PROT_READ, HT_HUGE_PAGE_SIZE, &p) == 0) {
+		if (ht_sys_self_huge((uintptr_t)p, (uintptr_t)p + m->len, &huge) < 0 || huge < m->len)
+			why = "the entry did not get 2 MiB pages (memory short?)";
+		munmap(p, m->len);
+	}
+	if (!why && !unchanged(fd, st))
+		why = "the file changed while it was copied";
+	if (!why && (fchmod(efd, 0444) < 0 || renameat(dirfd, tmp, dirfd, name) < 0))
+		why = "cannot publish the entry";
+	close(efd);
+	if (why)
+		unlinkat(dirfd, tmp, 0);
+	return why;
+}
+
+/* --- serving one file --- */
+
+/*
+ * Warms the file (1), else fills its entry (2).  Returns 1 when done, 0
+ * when it should be warmed again later (still in use, no cache), -1 when
+ * refused (@why).
+ */
+static int serve_file(int fd, const struct stat *st, const struct ht_offer *m, uid_t uid,
+		      const char **why)
+{
+	char path[512], name[256], buf[32];
+	struct hte_warm w;
+	int mfd = -1, dirfd, r;
+
+	fd_path(fd, path, sizeof(path));
+	snprintf(buf, sizeof(buf), "/proc/self/fd/%d", fd);
+	r = hte_warm_file(buf, 1, &w);
+	if (r == 0 && w.code && w.huge == w.code) {
+		log_add(&S.warmed, "%s: %llu MiB in 2 MiB page-cache pages%s (uid %u)", path,
+			(unsigned long long)(w.huge >> 20), w.already ? ", already" : "", (unsigned)uid);
+		return 1;
+	}
+	/*
+	 * Some of it came back huge: this file system keeps 2 MiB pages, and
+	 * what did not is mapped by running processes.  The page cache costs
+	 * no memory of its own: warm the rest once they are gone.
+	 */
+	if (r == 0 && w.huge > 0)
+		return 0;
+	*why = entry_name(fd, st, m, name, sizeof(name));
+	if (*why)
+		return -1;
+	dirfd = open_shared_dir(&mfd);
+	if (dirfd < 0) {
+		if (mfd >= 0)
+			close(mfd);
+		return 0; /* no cache: the page cache is the only way, later */
+	}
+	*why = fill_entry(mfd, dirfd, fd, st, m, name);
+	close(dirfd);
+	close(mfd);
+	if (*why)
+		return -1;
+	log_add(&S.filled, "%s: %s (%llu MiB, uid %u)", path, name, (unsigned long long)(m->len >> 20),
+		(unsigned)uid);
+	return 1;
+}
+
+static const char *check_offer(int fd, const struct ht_offer *m, const struct ucred *who,
+			       struct stat *st)
+{
+	char maps[64], *buf;
+	size_t len;
+	const char *why;
+	int runs;
+
+	if (fstat(fd, st) < 0)
+		return "cannot stat the descriptor";
+	why = ht_offer_refusal(st);
+	if (!why)
+		why = ht_offer_check(m, (uint64_t)st->st_size);
+	if (why)
+		return why;
+	snprintf(maps, sizeof(maps), "/proc/%ld/maps", (long)who->pid);
+	if (ht_sys_read_file(maps, &buf, &len) < 0)
+		return "cannot read the sender's maps";
+	runs = hte_maps_runs_file(buf, len, st->st_dev, st->st_ino);
+	free(buf);
+	return runs ? NULL : "the sender does not run this file";
+}
+
+static unsigned pending_of(uid_t uid)
+{
+	unsigned n = 0;
+
+	for (unsigned i = 0; i < S.npend; i++)
+		n += S.pend[i].uid == uid;
+	return n;
+}
+
+static void handle_offer(int fd, const struct ht_offer *m, const struct ucred *who)
+{
+	const char *why = NULL;
+	struct stat st;
+	struct key k;
+	int r;
+
+	S.offers++;
+	why = check_offer(fd, m, who, &st);
+	if (why) {
+		log_add(&S.refused, "%s (uid %u, pid %ld)", why, (unsigned)who->uid, (long)who->pid);
+		close(fd);
+		return;
+	}
+	key_of(&st, m, &k);
+	if (seen(&k)) {
+		close(fd);
+		return;
+	}
+	r = serve_file(fd, &st, m, who->uid, &why);
+	if (r == 0 && S.npend < MAX_PENDING && pending_of(who->uid) < MAX_PER_UID) {
+		S.pend[S.npend++] = (struct pending){ fd, k, who->uid, 1, time(NULL) + RETRY_S };
+		return;
+	}
+	if (r < 0)
+		log_add(&S.refused, "%s (uid %u, pid %ld)", why, (unsigned)who->uid, (long)who->pid);
+	if (r != 0)
+		remember(&k);
+	close(fd);
+}
+
+/* Warms again the files whose time has come; drops those tried too often. */
+static void retry_pending(void)
+{
+	time_t now = time(NULL);
+
+	for (unsigned i = 0; i < S.npend;) {
+		struct pending *p = &S.pend[i];
+		char buf[32];
+		struct hte_warm w;
+
+		if (p->next > now) {
+			i++;
+			continue;
+		}
+		snprintf(buf, sizeof(buf), "/proc/self/fd/%d", p->fd);
+		if (hte_warm_file(buf, 1, &w) == 0 && w.code && w.huge == w.code) {
+			char path[512];
+
+			fd_path(p->fd, path, sizeof(path));
+			log_add(&S.warmed, "%s: %llu MiB in 2 MiB page-cache pages, try %u (uid %u)", path,
+				(unsigned long long)(w.huge >> 20), p->tries + 1, (unsigned)p->uid);
+		} else if (++p->tries < MAX_TRIES) {
+			p->next = now + RETRY_S;
+			i++;
+			continue;
+		}
+		remember(&p->k);
+		close(p->fd);
+		*p = S.pend[--S.npend];
+	}
+}
+
+/* --- the state file --- */
+
+static void state_list(FILE *f, const char *name, const struct log *g)
+{
+	fprintf(f, ",\"%s_total\":%lu,\"%s\":[", name, g->total, name);
+	for (unsigned i = 0; i < g->n; i++) {
+		unsigned at = (g->next + LOG_KEEP - g->n + i) % LOG_KEEP;
+
+		if (i)
+			fputc(',', f);
+		hte_json_str(f, g->l[at].text);
+	}
+	fputc(']', f);
+}
+
+static void write_state(void)
+{
+	char tmp[600];
+	FILE *f;
+
+	if (!S.state)
+		return;
+	snprintf(tmp, sizeof(tmp), "%s.tmp", S.state);
+	f = fopen(tmp, "we");
+	if (!f)
+		return;
+	fprintf(f, "{\"pid\":%ld,\"socket\":", (long)getpid());
+	hte_json_str(f, S.socket);
+	fprintf(f, ",\"cache_dir\":\"%s/%s\",\"cache_size\":%llu,\"offers\":%lu,\"pending\":%u",
+		HT_TEXT_CACHE_DIR, HT_SERVICE_SHARED, (unsigned long long)S.cache_size, S.offers, S.npend);
+	state_list(f, "warmed", &S.warmed);
+	state_list(f, "filled", &S.filled);
+	state_list(f, "evicted", &S.evicted);
+	state_list(f, "refused", &S.refused);
+	fprintf(f, "}\n");
+	if (fclose(f) == 0)
+		rename(tmp, S.state);
+	else
+		unlink(tmp);
+}
+
+/* --- the socket --- */
+
+/* systemd's socket (LISTEN_FDS), else our own, bound at S.socket. */
+static int listen_socket(void)
+{
+	struct sockaddr_un a = { .sun_family = AF_UNIX };
+	const char *pid = getenv("LISTEN_PID"), *n = getenv("LISTEN_FDS");
+	char dir[sizeof(a.sun_path)], *slash;
+	struct stat st;
+	int fd;
+
+	if (pid && n && atol(pid) == (long)getpid() && atoi(n) == 1) {
+		fcntl(3, F_SETFD, FD_CLOEXEC);
+		return 3;
+	}
+	if (strlen(S.socket) >= sizeof(a.sun_path))
+		return -ENAMETOOLONG;
+	snprintf(dir, sizeof(dir), "%s", S.socket);
+	slash = strrchr(dir, '/');
+	if (slash && slash != dir) {
+		*slash = '\0';
+		if (mkdir(dir, 0755) < 0 && errno != EEXIST)
+			return -errno;
+	}
+	/* A socket left by a dead service is ours to replace; anything else is not. */
+	if (lstat(S.socket, &st) == 0) {
+		if (!S_ISSOCK(st.st_mode))
+			return -EEXIST;
+		unlink(S.socket);
+	}
+	memcpy(a.sun_path, S.socket, strlen(S.socket) + 1);
+	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	/* Every user's processes may offer: the checks are ours, on what they send. */
+	if (bind(fd, (struct sockaddr *)&a, sizeof(a)) < 0 || chmod(S.socket, 0666) < 0 ||
+	    listen(fd, 64) < 0) {
+		int err = -errno;
+
+		close(fd);
+		return err;
+	}
+	return fd;
+}
+
+/* Takes one message from a new connection: the offer and its one descriptor. */
+static void take_one(int lfd)
+{
+	struct ht_offer m;
+	union {
+		char buf[CMSG_SPACE(4 * sizeof(int))];
+		struct cmsghdr align;
+	} u;
+	struct iovec iov = { &m, sizeof(m) };
+	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf,
+			      .msg_controllen = sizeof(u.buf) };
+	struct ucred who;
+	socklen_t wl = sizeof(who);
+	struct pollfd pf;
+	int c = accept4(lfd, NULL, NULL, SOCK_CLOEXEC), fd = -1, nfd = 0;
+	ssize_t n;
+
+	if (c < 0)
+		return;
+	pf = (struct pollfd){ c, POLLIN, 0 };
+	/* A client that connects and sends nothing stalls the service 200 ms at most. */
+	if (getsockopt(c, SOL_SOCKET, SO_PEERCRED, &who, &wl) < 0 || poll(&pf, 1, 200) != 1) {
+		close(c);
+		return;
+	}
+	n = recvmsg(c, &msg, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+	close(c);
+	if (n < 0)
+		return;
+	for (struct cmsghdr *h = CMSG_FIRSTHDR(&msg); h; h = CMSG_NXTHDR(&msg, h)) {
+		if (h->cmsg_level != SOL_SOCKET || h->cmsg_type != SCM_RIGHTS)
+			continue;
+		for (size_t i = 0; i < (h->cmsg_len - CMSG_LEN(0)) / sizeof(int); i++) {
+			int got;
+
+			memcpy(&got, CMSG_DATA(h) + i * sizeof(int), sizeof(int));
+			if (nfd++ == 0)
+				fd = got;
+			else
+				close(got); /* one descriptor per offer: the rest are closed unread */
+		}
+	}
+	if (n != (ssize_t)sizeof(m) || (msg.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) || nfd != 1) {
+		S.offers++;
+		log_add(&S.refused, "malformed message: %zd bytes, %d descriptors (uid %u, pid %ld)", n, nfd,
+			(unsigned)who.uid, (long)who.pid);
+		if (fd >= 0)
+			close(fd);
+		return;
+	}
+	handle_offer(fd, &m, &who);
+}
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	S.stop = 1;
+}
+
+/* text_cache_size and service from /etc/hugetext.conf.  Returns: 0, 1 when off, -1 on a bad file. */
+static int read_conf(void)
+{
+	struct ht_conf *c = calloc(1, sizeof(*c));
+	char err[256] = "";
+	char *buf;
+	size_t len;
+	uint64_t mem = 0;
+	int r = 0;
+
+	if (!c)
+		return -1;
+	if (ht_conf_load(HT_CONF_PATH, c, err, sizeof(err)) < 0 && err[0]) {
+		hte_error("serve", "%s: %s", HT_CONF_PATH, err);
+		free(c);
+		return -1;
+	}
+	if ((c->set & HT_CONF_SERVICE) && !c->service)
+		r = 1;
+	if (ht_sys_read_file("/proc/meminfo", &buf, &len) == 0) {
+		char *p = strstr(buf, "MemTotal:");
+
+		mem = p ? strtoull(p + 9, NULL, 10) * 1024 : 0;
+		free(buf);
+	}
+	S.cache_size = (c->set & HT_CONF_TEXT_CACHE_SIZE) ? c->text_cache_size : hte_auto_cache_size(mem);
+	free(c);
+	return r;
+}
+
+int hte_cmd_serve(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "socket", required_argument, NULL, 's' },
+		{ "state", required_argument, NULL, 't' },
+		{ "once", no_argument, NULL, '1' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct sigaction sa = { .sa_handler = on_signal };
+	int once = 0, c, lfd, conf;
+
+	S.socket = HT_SERVICE_SOCKET;
+	S.state = HTE_SERVE_STATE;
+	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+		switch (c) {
+		case 's': S.socket = optarg; break;
+		case 't': S.state = *optarg ? optarg : NULL; break;
+		case '1': once = 1; break;
+		case 'h': fputs(serve_usage, stdout); return HTE_EXIT_OK;
+		default: fputs(serve_usage, stderr); return HTE_EXIT_USAGE;
+		}
+	}
+	if (optind != argc) {
+		fputs(serve_usage, stderr);
+		return HTE_EXIT_USAGE;
+	}
+	conf = read_conf();
+	if (conf < 0)
+		return HTE_EXIT_FAIL;
+	if (conf > 0) {
+		printf("serve: off ('service = off' in %s)\n", HT_CONF_PATH);
+		return HTE_EXIT_OK;
+	}
+	if (geteuid() != 0) {
+		hte_error("serve", "must run as root (it fills root's cache and reads other users' maps)");
+		return HTE_EXIT_FAIL;
+	}
+	lfd = listen_socket();
+	if (lfd < 0) {
+		hte_error("serve", "%s: %s", S.socket, strerror(-lfd));
+		return HTE_EXIT_FAIL;
+	}
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGINT, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	printf("serve: listening on %s; shared cache limit %llu MiB\n", S.socket,
+	       (unsigned long long)(S.cache_size >> 20));
+	write_state();
+	while (!S.stop) {
+		struct pollfd pf = { lfd, POLLIN, 0 };
+		int wait = S.npend ? RETRY_S * 1000 : -1;
+
+		if (poll(&pf, 1, wait) == 1)
+			take_one(lfd);
+		retry_pending();
+		write_state();
+		if (once && S.offers)
+			break;
+	}
+	for (unsigned i = 0; i < S.npend; i++)
+		close(S.pend[i].fd);
+	close(lfd);
+	return HTE_EXIT_OK;
+}
