@@ -4,6 +4,7 @@
  * /proc/self/maps, move them, verify, report.  The parts live beside it:
  * lock.c, select.c, pagecache.c, share.c, verify.c (run.h).
  */
+#include "pagesize.h"
 #include "perfmap.h"
 #include "policy.h"
 #include "pool.h"
@@ -158,6 +159,14 @@ static void move_planned(struct run *r, const struct ht_object *o, const struct 
 	g->bytes = whole->span.end - whole->span.start;
 	if (ht_budget_spent(r)) {
 		ht_set_outcome(r, g, HT_STATUS_SKIPPED, HT_E_BUDGET, 0);
+		return;
+	}
+	/* Only 2 MiB pages are moved: none on a kernel whose PMD maps more (pagesize.h). */
+	err = ht_pages_usable(opt.mode);
+	if (err != HT_E_NONE) {
+		g->mode = opt.mode;
+		ht_set_outcome(r, g, err == HT_E_KERNEL_PAGES ? HT_STATUS_SKIPPED : HT_STATUS_FAILED, err,
+			       err == HT_E_KERNEL_PAGES ? 0 : -ENOENT);
 		return;
 	}
 	if (use_cache) {

@@ -31,6 +31,7 @@ static map_status from_region(const struct ht_region *g)
 	case HT_E_PAGE_SIZE:
 	case HT_E_THP_OFF:
 	case HT_E_THP_PROCESS:
+	case HT_E_KERNEL_PAGES:
 		return map_unsupported_platform;
 	case HT_E_ALLOC:
 	case HT_E_MEMCG:

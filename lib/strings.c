@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* Names and texts of the API's values, and the THP probe. */
 #include "internal.h"
+#include "pagesize.h"
 #include "sys.h"
 
 #include <errno.h>
@@ -51,8 +52,13 @@ const char *ht_error_str(enum ht_error error)
 		[HT_E_NO_COPY] = "only a private copy could move it, and copy is never",
 		[HT_E_THP_PROCESS] = "the process turned transparent huge pages off for itself "
 				     "(PR_SET_THP_DISABLE) and the explicit pool has no room",
+		[HT_E_KERNEL_PAGES] = "this kernel's PMD does not map 2 MiB (its pages are not 4 KiB); "
+				      "hugetext moves 2 MiB pages only",
 	};
 
+	/* With the sizes once this process has read them (pagesize.c). */
+	if (error == HT_E_KERNEL_PAGES && ht_pages_reason_text())
+		return ht_pages_reason_text();
 	return (unsigned)error < HT_E__COUNT && text[error] ? text[error] : "unknown error";
 }
 
