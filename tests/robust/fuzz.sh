@@ -35,20 +35,29 @@ fi
 
 lib=$src/lib
 cflags="-D_GNU_SOURCE -include $build/config.h -I$lib -I$lib/include -I$src/tools -I$here/fuzz"
+# The system call layer, lib/sys.c and its lib/sys-*.c, into $sys_objs.
+build_sys() {
+	sys_objs=
+	for f in "$lib"/sys.c "$lib"/sys-*.c; do
+		o=$out/$(basename "$f" .c).o
+		# shellcheck disable=SC2086
+		${CC:-cc} -c -O1 -fPIC $cflags "$f" -o "$o" || return 1
+		sys_objs="$sys_objs $o"
+	done
+}
+
 case $name in
 maps) srcs="$lib/maps.c $lib/region.c $lib/plan.c" ;;
 smaps) srcs="$lib/maps.c" ;;
 proc)
-	# sys.c, the system call layer, is not fuzzed; it is built with the
+	# sys*.c, the system call layer, is not fuzzed; it is built with the
 	# project's compiler because clang rejects its table's initializer.
-	# shellcheck disable=SC2086
-	${CC:-cc} -c -O1 -fPIC $cflags "$lib/sys.c" -o "$out/sys.o" || exit 1
-	srcs="$lib/pool.c $lib/objects.c $lib/options.c $lib/report.c $lib/strings.c $lib/maps.c $out/sys.o"
+	build_sys || exit 1
+	srcs="$lib/pool.c $lib/objects.c $lib/options.c $lib/report.c $lib/strings.c $lib/maps.c $sys_objs"
 	;;
 conf)
-	# shellcheck disable=SC2086
-	${CC:-cc} -c -O1 -fPIC $cflags "$lib/sys.c" -o "$out/sys.o" || exit 1
-	srcs="$lib/conf.c $lib/maps.c $out/sys.o"
+	build_sys || exit 1
+	srcs="$lib/conf.c $lib/maps.c $sys_objs"
 	;;
 elf)
 	if [ ! -f "$src/tools/elfcheck.c" ]; then

@@ -1,0 +1,167 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * This process as the kernel sees it: its THP setting (prctl), its
+ * descriptor table (close_range), its page tables (/proc/self/pagemap).
+ */
+#include "sys.h"
+#include "maps.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/prctl.h>
+
+int ht_sys_thp_disabled(void)
+{
+	int saved = errno, ret = ht_sys.prctl(PR_GET_THP_DISABLE, 0);
+
+	ret = ret < 0 ? ht_sys_neg_errno() : ret != 0;
+	errno = saved;
+	return ret;
+}
+
+#ifndef CLOSE_RANGE_UNSHARE
+#define CLOSE_RANGE_UNSHARE (1U << 1)
+#endif
+
+int ht_sys_private_fds(int keep_stderr)
+{
+	/*
+	 * One call unshares the table, copying only the descriptors below the
+	 * first one closed: none, or stdin to stderr (closing the copies of
+	 * stdin and stdout flushes them, as any close does).
+	 */
+	if (ht_sys.close_range(keep_stderr ? 3 : 0, ~0U, CLOSE_RANGE_UNSHARE) < 0)
+		return ht_sys_neg_errno();
+	if (keep_stderr)
+		ht_sys.close_range(0, 1, 0);
+	return 0;
+}
+
+int ht_sys_can_private_fds(void)
+{
+	/* Descriptor ~0U never exists: this closes nothing where the call is known. */
+	return ht_sys.close_range(~0U, ~0U, 0) == 0;
+}
+
+/* PAGEMAP_SCAN, from Linux 6.7's <linux/fs.h>; Debian 12's headers predate it. */
+struct ht_pm_scan_arg {
+	uint64_t size, flags, start, end, walk_end, vec, vec_len, max_pages;
+	uint64_t category_inverted, category_mask, category_anyof_mask, return_mask;
+};
+struct ht_page_region {
+	uint64_t start, end, categories;
+};
+#define HT_PAGEMAP_SCAN _IOWR('f', 16, struct ht_pm_scan_arg)
+#define HT_PAGE_IS_PRESENT (1ULL << 3)
+#define HT_PAGE_IS_HUGE (1ULL << 6)
+
+
+/*
+ * Calls @each for every run of [@start, @end) whose pages are in
+ * @category (HT_PAGE_IS_HUGE, HT_PAGE_IS_PRESENT); -ENOTTY before Linux 6.7.
+ */
+static int scan_pages(uintptr_t start, uintptr_t end, uint64_t category,
+		      void (*each)(uint64_t lo, uint64_t hi, void *ctx), void *ctx)
+{
+	struct ht_page_region vec[32];
+	struct ht_pm_scan_arg arg;
+	int fd = ht_sys_open("/proc/self/pagemap", O_RDONLY, 0);
+	int err = 0;
+
+	if (fd < 0)
+		return fd;
+	while (start < end) {
+		long n;
+
+		memset(&arg, 0, sizeof(arg));
+		arg.size = sizeof(arg);
+		arg.start = start;
+		arg.end = end;
+		arg.vec = (uintptr_t)vec;
+		arg.vec_len = sizeof(vec) / sizeof(vec[0]);
+		arg.category_mask = category;
+		arg.return_mask = category;
+		n = ht_sys.ioctl(fd, HT_PAGEMAP_SCAN, &arg);
+		if (n < 0) {
+			err = errno == EINVAL ? -ENOTTY : ht_sys_neg_errno();
+			break;
+		}
+		for (long i = 0; i < n && (size_t)i < sizeof(vec) / sizeof(vec[0]); i++)
+			if (vec[i].end > vec[i].start && vec[i].start >= start && vec[i].end <= end)
+				each(vec[i].start, vec[i].end, ctx);
+		/* The walk stops before @end only when the vector is full. */
+		if (arg.walk_end <= start || arg.walk_end >= end)
+			break;
+		start = arg.walk_end;
+	}
+	ht_sys.close(fd);
+	return err;
+}
+
+static int scan_huge(uintptr_t start, uintptr_t end,
+		     void (*each)(uint64_t lo, uint64_t hi, void *ctx), void *ctx)
+{
+	return scan_pages(start, end, HT_PAGE_IS_HUGE, each, ctx);
+}
+
+static void add_bytes(uint64_t lo, uint64_t hi, void *ctx)
+{
+	*(uint64_t *)ctx += hi - lo;
+}
+
+int ht_sys_scan_huge(uintptr_t start, uintptr_t end, uint64_t *huge)
+{
+	*huge = 0;
+	return scan_huge(start, end, add_bytes, huge);
+}
+
+struct chunk_marks {
+	uintptr_t start;
+	size_t n;
+	unsigned char *huge;
+};
+
+static void mark_chunks(uint64_t lo, uint64_t hi, void *ctx)
+{
+	struct chunk_marks *m = ctx;
+	const uint64_t sz = 2u << 20;
+
+	/* Only whole 2 MiB pages count; a huge mapping covers them whole anyway. */
+	for (uint64_t at = (lo - m->start + sz - 1) / sz * sz; at + sz <= hi - m->start; at += sz)
+		if (at / sz < m->n)
+			m->huge[at / sz] = 1;
+}
+
+int ht_sys_scan_huge_chunks(uintptr_t start, size_t n, unsigned char *huge)
+{
+	struct chunk_marks m = { start, n, huge };
+
+	memset(huge, 0, n);
+	return scan_huge(start, start + n * (2u << 20), mark_chunks, &m);
+}
+
+int ht_sys_self_huge(uintptr_t start, uintptr_t end, uint64_t *huge)
+{
+	char *buf;
+	size_t len;
+	int err = ht_sys_scan_huge(start, end, huge);
+
+	if (err != -ENOTTY && err != -ENOENT)
+		return err;
+	err = ht_sys_read_file("/proc/self/smaps", &buf, &len);
+	if (err < 0)
+		return err;
+	*huge = ht_smaps_huge_in(buf, len, start, end);
+	free(buf);
+	return 0;
+}
+
+uint64_t ht_sys_self_huge_in(uintptr_t start, uintptr_t end)
+{
+	uint64_t huge;
+
+	return ht_sys_self_huge(start, end, &huge) == 0 ? huge : 0;
+}
