@@ -128,29 +128,7 @@ stop_in_root() {
 # The suite's counts from meson's log, "passed failed skipped", then one
 # line per skipped or failed test with its name (and a skip's own reason).
 suite_counts() {
-	python3 - "$1" <<'PY'
-import json, sys
-p = f = s = 0
-notes = []
-try:
-    for line in open(sys.argv[1]):
-        t = json.loads(line)
-        r = t.get("result", "")
-        if r in ("OK", "EXPECTEDFAIL"):
-            p += 1
-        elif r == "SKIP":
-            s += 1
-            why = [l for l in t.get("stdout", "").splitlines() if l.startswith("SKIP:")]
-            notes.append("skipped %s: %s" % (t.get("name"), why[-1][5:].strip() if why else "(no reason given)"))
-        else:
-            f += 1
-            notes.append("failed %s (%s)" % (t.get("name"), r))
-except OSError:
-    pass
-print(p, f, s)
-for n in notes:
-    print(n)
-PY
+	python3 "$here/../testlog-counts.py" "$1" --notes
 }
 
 mkdir -p "$cache/archives/partial" || die "cannot make $cache"
