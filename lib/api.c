@@ -2,7 +2,8 @@
 /*
  * The native API: find the objects, plan their spans against
  * /proc/self/maps, move them, verify, report.  The parts live beside it:
- * lock.c, select.c, pagecache.c, share.c, verify.c (run.h).
+ * lock.c, select.c, pagecache.c, share.c, verify.c (run.h); the run's
+ * records and budget, which they all use, in run.c.
  */
 #include "pagesize.h"
 #include "perfmap.h"
@@ -17,44 +18,6 @@
 #include <link.h>
 #include <stdlib.h>
 #include <string.h>
-
-struct ht_region *ht_new_region(struct run *r, const char *object)
-{
-	struct ht_region *g;
-
-	if (r->nregs == r->cap) {
-		size_t cap = r->cap ? r->cap * 2 : 8;
-		struct ht_region *p = realloc(r->regs, cap * sizeof(*p));
-
-		if (!p)
-			return NULL;
-		r->regs = p;
-		r->cap = cap;
-	}
-	g = &r->regs[r->nregs++];
-	memset(g, 0, sizeof(*g));
-	strncpy(g->object, object ? object : "", sizeof(g->object) - 1);
-	g->mode = r->opt->mode;
-	g->fill = "";
-	g->cache = "";
-	g->cache_error = "";
-	return g;
-}
-
-void ht_set_outcome(struct run *r, struct ht_region *g, enum ht_status st,
-		    enum ht_error e, int err)
-{
-	g->status = st;
-	g->error = e;
-	g->sys_errno = err < 0 ? -err : 0;
-	if (st == HT_STATUS_FAILED && !r->first_err)
-		r->first_err = err < 0 ? err : -EIO;
-}
-
-int ht_budget_spent(const struct run *r)
-{
-	return r->opt->budget_ms && ht_now_ms() - r->t0 >= (double)r->opt->budget_ms;
-}
 
 /*
  * Whether this span, which only a private copy can move, is copied now
@@ -284,8 +247,8 @@ static void do_object(struct run *r, const struct ht_object *o)
 		return;
 	ht_object_path(r, o, path, sizeof(path));
 	/* The vDSO and other memory without a file have no code to move. */
-	how = path[0] == '/' ? ht_selected(r, o, path) : NOT_SELECTED;
-	if (how == NOT_SELECTED)
+	how = path[0] == '/' ? ht_selected(r, o, path) : HT_TAKE_NONE;
+	if (how == HT_TAKE_NONE)
 		return;
 	if (r->has_ignore && ht_matches(&r->ignore, path)) {
 		struct ht_region *g = ht_new_region(r, path);
@@ -295,7 +258,7 @@ static void do_object(struct run *r, const struct ht_object *o)
 		return;
 	}
 	/* A broad match takes small libraries too: none of them can pay. */
-	if (how == WHOLE_OBJECT && ht_object_code_bytes(o) < r->opt->min_code) {
+	if (how == HT_TAKE_WHOLE && ht_object_code_bytes(o) < r->opt->min_code) {
 		struct ht_region *g = ht_new_region(r, path);
 
 		if (g)
@@ -304,20 +267,8 @@ static void do_object(struct run *r, const struct ht_object *o)
 	}
 	for (int i = 0; i < o->nseg; i++)
 		if ((o->segs[i].flags & PF_X) &&
-		    (how == WHOLE_OBJECT || (o->segs[i].flags & HT_PF_LINUX_HUGETLB)))
+		    (how == HT_TAKE_WHOLE || (o->segs[i].flags & HT_PF_LINUX_HUGETLB)))
 			do_segment(r, o, i);
-}
-
-/* One record for a failure that stops the whole run before any region. */
-int ht_run_failed(struct run *r, enum ht_error e, int err, const char *object)
-{
-	struct ht_region *g = ht_new_region(r, object);
-
-	if (g)
-		ht_set_outcome(r, g, HT_STATUS_FAILED, e, err);
-	else
-		r->first_err = err;
-	return err;
 }
 
 static void walk_objects(struct run *r)

@@ -262,7 +262,7 @@ static int in_snapshot(const struct snapshot *s, const struct ht_object *o)
  */
 static int may_pay(const struct ht_object *o)
 {
-	if (ht_object_code_bytes(o) < ht_preload_policy.min_code)
+	if (!ht_object_big_enough(&ht_preload_opt, o))
 		return 0;
 	for (int i = 0; i < o->nseg; i++)
 		if ((o->segs[i].flags & PF_X) &&
@@ -276,7 +276,8 @@ static int any_candidate(const struct ht_object *objs, size_t n, const struct sn
 {
 	for (size_t i = 0; i < n; i++)
 		if (!in_snapshot(s, &objs[i]) && may_pay(&objs[i]) &&
-		    (ht_object_flagged(&objs[i]) || ht_preload_matches(objs[i].name)))
+		    ht_policy_take(&ht_preload_opt, &objs[i], ht_preload_matches(objs[i].name)) !=
+			    HT_TAKE_NONE)
 			return 1;
 	return 0;
 }

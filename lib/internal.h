@@ -20,8 +20,11 @@ int ht_parse_mode(const char *s, enum ht_mode *mode);
 int ht_parse_uint(const char *s, unsigned max, unsigned *out);
 /* "1", "yes", "on", "true" -> 1; "0", "no", "off", "false", "" -> 0; else -EINVAL. */
 int ht_parse_bool(const char *s, int *out);
-/* "auto" -> HT_SHARE_AUTO; a boolean -> HT_SHARE_ON or HT_SHARE_OFF; else -EINVAL. */
-int ht_parse_share(const char *s, int *out);
+/*
+ * "auto" -> HT_SHARE_AUTO; a boolean -> HT_SHARE_ON or HT_SHARE_OFF; else
+ * -EINVAL.  HT_BIG_LIBRARIES_* take the same values.
+ */
+int ht_parse_auto_bool(const char *s, int *out);
 /* "now", "auto", "never" -> HT_COPY_*; else -EINVAL. */
 int ht_parse_copy(const char *s, int *out);
 /*

@@ -27,8 +27,8 @@ void ht_options_init(struct ht_options *opt)
 	opt->service = 1;
 }
 
-_Static_assert(HT_SHARE_OFF == HT_BIG_LIBRARIES_OFF && HT_SHARE_ON == HT_BIG_LIBRARIES_ON &&
-		       HT_SHARE_AUTO == HT_BIG_LIBRARIES_AUTO,
+_Static_assert((int)HT_SHARE_OFF == HT_BIG_LIBRARIES_OFF && (int)HT_SHARE_ON == HT_BIG_LIBRARIES_ON &&
+		       (int)HT_SHARE_AUTO == HT_BIG_LIBRARIES_AUTO,
 	       "share and big_libraries take the same values");
 
 int ht_parse_auto_bool(const char *s, int *out)

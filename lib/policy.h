@@ -47,14 +47,32 @@ void ht_policy_env(struct ht_policy *p, char *(*get)(const char *), char *notes,
 /* Bytes of @o's executable PT_LOAD segments. */
 uint64_t ht_object_code_bytes(const struct ht_object *o);
 
+/* @o has @opt->min_code bytes of code, and never less than one 2 MiB page. */
+int ht_object_big_enough(const struct ht_options *opt, const struct ht_object *o);
+
+/* What of an object a run moves. */
+enum ht_take {
+	HT_TAKE_NONE,
+	HT_TAKE_WHOLE,   /* every executable segment */
+	HT_TAKE_FLAGGED, /* the segments carrying libhugetlbfs's flag */
+};
+
 /*
- * Nonzero when some object a run could move has at least @p->min_code
- * bytes of code: the main program, any library when @any_library (a match
- * pattern is set: the full run tests the names), and libraries whose
- * segments carry libhugetlbfs's flag.  Errs towards yes: the full run
- * decides region by region.
+ * The one rule for which objects are candidates, at start-up and after a
+ * dlopen(): the main program and the libraries the match pattern names
+ * (@named) whole; any library big enough (ht_object_big_enough) whole
+ * when ht_options.big_libraries takes them (on; auto without a match
+ * pattern); else only flagged segments.  Reads nothing but @o's program
+ * headers, so a small library costs no file or /proc read.
  */
-int ht_policy_worth(const struct ht_policy *p, const struct ht_object *objs, size_t n,
-		    int any_library);
+enum ht_take ht_policy_take(const struct ht_options *opt, const struct ht_object *o, int named);
+
+/*
+ * Nonzero when some object a run could take (ht_policy_take, any library
+ * counted as named when a match pattern is set: the full run tests the
+ * names) is big enough.  Errs towards yes: the full run decides region by
+ * region.
+ */
+int ht_policy_worth(const struct ht_options *opt, const struct ht_object *objs, size_t n);
 
 #endif

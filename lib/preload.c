@@ -106,9 +106,10 @@ static int program_wanted(void)
 	return ok;
 }
 
-static int worth_one(const struct ht_object *o, void *any_library)
+static int worth_one(const struct ht_object *o, void *unused)
 {
-	return ht_policy_worth(&ht_preload_policy, o, 1, *(int *)any_library);
+	(void)unused;
+	return ht_policy_worth(&ht_preload_opt, o, 1);
 }
 
 /*
@@ -118,9 +119,7 @@ static int worth_one(const struct ht_object *o, void *any_library)
  */
 static int worth_moving_now(void)
 {
-	int any_library = ht_preload_opt.match != NULL;
-
-	return ht_objects_each(worth_one, &any_library) != 0;
+	return ht_objects_each(worth_one, NULL) != 0;
 }
 
 /* Says, when a report or verbose is asked, that nothing was worth a move. */
@@ -147,8 +146,13 @@ __attribute__((constructor)) static void ht_preload(void)
 	double t0 = ht_now_ms();
 
 	ht_options_init(&ht_preload_opt);
-	/* A program nobody asked about copies only where the copy pays. */
+	/*
+	 * A program nobody asked about copies only where the copy pays, and
+	 * its big libraries (libLLVM, libjvm, libnode) get the same care as
+	 * its own code.
+	 */
 	ht_preload_opt.copy = HT_COPY_AUTO;
+	ht_preload_opt.big_libraries = HT_BIG_LIBRARIES_AUTO;
 	ht_policy_init(&ht_preload_policy);
 	read_policy(policy_note, sizeof(policy_note));
 	ht_options_env(&ht_preload_opt, ht_secure_getenv, notes, sizeof(notes));

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * One run of the native API (api.c drives it), shared by the files that do
- * its parts: selecting objects (select.c), the page cache (pagecache.c),
- * the shared cache (share.c), the checks and the verification (verify.c).
+ * its parts: its records (run.c), selecting objects (select.c), the page
+ * cache (pagecache.c), the shared cache (share.c), the checks and the
+ * verification (verify.c).
  * Nothing here is exported.
  */
 #ifndef HT_RUN_H
@@ -28,20 +29,22 @@ struct run {
 	size_t nknown;
 };
 
-/* --- api.c --- */
+/* --- run.c: the run's records, used by every part; it calls none of them --- */
 /* A new, zeroed region record for @object; NULL when out of memory. */
 struct ht_region *ht_new_region(struct run *r, const char *object);
+/* Sets @g's outcome; the run keeps the first failure's errno. */
 void ht_set_outcome(struct run *r, struct ht_region *g, enum ht_status st,
 		    enum ht_error e, int err);
-/* One record for a failure that stops the whole run before any region. */
+/* One record for a failure that stops the whole run before any region; returns @err. */
 int ht_run_failed(struct run *r, enum ht_error e, int err, const char *object);
+/* Nonzero once the run's time budget (ht_options.budget_ms) is spent. */
 int ht_budget_spent(const struct run *r);
 
 /* --- select.c --- */
-enum { NOT_SELECTED, WHOLE_OBJECT, FLAGGED_SEGMENTS };
 uintptr_t ht_object_id_addr(const struct ht_object *o);
 int ht_matches(const regex_t *re, const char *s);
 void ht_object_path(const struct run *r, const struct ht_object *o, char *buf, size_t len);
+/* An enum ht_take (policy.h): what of @o this run moves. */
 int ht_selected(struct run *r, const struct ht_object *o, const char *path);
 int ht_known(const struct run *r, const struct ht_object *o);
 int ht_compile_all(struct run *r, const char *dso_bre);

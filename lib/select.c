@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Which objects move: the main program, the libraries the patterns name
- * (compiled once per run), the segments flagged by hugeedit; never those
- * seen before or ignored.
+ * (compiled once per run) or that are big enough (policy.c), the segments
+ * flagged by hugeedit; never those seen before or ignored.
  */
+#include "policy.h"
 #include "run.h"
 #include "sys.h"
 
@@ -46,7 +47,6 @@ int ht_matches(const regex_t *re, const char *s)
 	return ht_regexec(re, s, 0, NULL, 0) == 0;
 }
 
-/* The path the maps give for the object's first executable segment. */
 /* The object's path as the maps give it. */
 void ht_object_path(const struct run *r, const struct ht_object *o, char *buf, size_t len)
 {
@@ -67,20 +67,18 @@ void ht_object_path(const struct run *r, const struct ht_object *o, char *buf, s
 }
 
 /*
- * The main program and the libraries named by the pattern move whole;
- * other objects move only the segments marked with libhugetlbfs's flag.
+ * The policy's rule (ht_policy_take); or, for iodlr's MapDSOToLargePages,
+ * the first library the basic regular expression names and nothing else.
  */
 int ht_selected(struct run *r, const struct ht_object *o, const char *path)
 {
 	if (r->has_dso) {
 		if (o->is_main || r->dso_found || !ht_matches(&r->dso, path))
-			return NOT_SELECTED;
+			return HT_TAKE_NONE;
 		r->dso_found = 1;
-		return WHOLE_OBJECT;
+		return HT_TAKE_WHOLE;
 	}
-	if (o->is_main || (r->has_match && ht_matches(&r->match, path)))
-		return WHOLE_OBJECT;
-	return ht_object_flagged(o) ? FLAGGED_SEGMENTS : NOT_SELECTED;
+	return ht_policy_take(r->opt, o, !o->is_main && r->has_match && ht_matches(&r->match, path));
 }
 
 /* Objects the caller has seen already (the dlopen hook's snapshot). */

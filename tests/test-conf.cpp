@@ -13,6 +13,7 @@
 
 extern "C" {
 #include "conf.h"
+#include "hugetext.h"
 #include "sys.h"
 }
 
@@ -473,4 +474,21 @@ TEST_CASE("cover_ends is a flag, off unless set", "[conf]")
 	REQUIRE(none->rc == 0);
 	CHECK_FALSE(none->conf.set & HT_CONF_COVER_ENDS);
 	CHECK(parse("cover_ends = yes\n")->rc == -EINVAL);
+}
+
+TEST_CASE("big_libraries is 0, 1 or auto", "[conf]")
+{
+	const char *names[] = { "0", "1", "auto" };
+	const int values[] = { HT_BIG_LIBRARIES_OFF, HT_BIG_LIBRARIES_ON, HT_BIG_LIBRARIES_AUTO };
+
+	for (int i = 0; i < 3; i++) {
+		auto p = parse(std::string("big_libraries = ") + names[i] + "\n");
+		REQUIRE(p->rc == 0);
+		CHECK(p->conf.set == HT_CONF_BIG_LIBRARIES);
+		CHECK(p->conf.big_libraries == values[i]);
+	}
+	auto bad = parse("big_libraries = yes\n");
+	CHECK(bad->rc == -EINVAL);
+	CHECK(bad->err.find("big_libraries") != std::string::npos);
+	CHECK_FALSE(parse("mode = thp\n")->conf.set & HT_CONF_BIG_LIBRARIES);
 }

@@ -1,6 +1,7 @@
-// Description: shared libraries: moved when named, when marked with
-// PF_LINUX_HUGETLB, and when loaded later with dlopen; left alone otherwise;
-// every executable segment; invalid patterns; iodlr's MapDSOToLargePages.
+// Description: shared libraries: moved when named, when big enough (min_code)
+// unless a pattern names the libraries, when marked with PF_LINUX_HUGETLB,
+// and when loaded later with dlopen; left alone otherwise; every executable
+// segment; invalid patterns; iodlr's MapDSOToLargePages.
 #include <catch2/catch.hpp>
 
 #include <string>
@@ -73,14 +74,53 @@ TEST_CASE("a named library has both its executable segments moved", "[libraries]
 	CHECK(value(plain.out, "text_huge_kb") == 0);
 }
 
-TEST_CASE("a library neither named nor marked is left alone", "[libraries]")
+// libbigtext has 40 MiB of code in two segments: above the preload's min_code (4 MiB).
+TEST_CASE("a big library is moved by default, without being named", "[libraries][big]")
 {
 	outcome o = run_with({ build_path("tests/dso-linked") }, {});
+
+	INFO(o.r.out << o.r.err);
+	REQUIRE(o.r.status == 0);
+	auto lib = ok_lines(lines_for(o.report, "libbigtext"));
+	CHECK(lib.size() == 2);
+	CHECK(value(o.r.out, "text_huge_kb") >= 20ul << 10);
+	CHECK(value(o.r.out, "two_huge_kb") >= 14ul << 10);
+}
+
+TEST_CASE("a library with less code than min_code is left alone", "[libraries][big]")
+{
+	outcome o = run_with({ build_path("tests/dso-linked") }, { "HUGETEXT_MIN_CODE=64M" });
 
 	REQUIRE(o.r.status == 0);
 	CHECK(lines_for(o.report, "libbigtext").empty());
 	CHECK(value(o.r.out, "text_huge_kb") == 0);
 	CHECK(value(o.r.out, "two_huge_kb") == 0);
+}
+
+TEST_CASE("HUGETEXT_BIG_LIBRARIES=0 leaves a library neither named nor marked alone", "[libraries][big]")
+{
+	outcome o = run_with({ build_path("tests/dso-linked") }, { "HUGETEXT_BIG_LIBRARIES=0" });
+
+	REQUIRE(o.r.status == 0);
+	CHECK(lines_for(o.report, "libbigtext").empty());
+	CHECK(value(o.r.out, "text_huge_kb") == 0);
+	CHECK(value(o.r.out, "two_huge_kb") == 0);
+}
+
+TEST_CASE("a match pattern names the libraries alone, unless big libraries are on", "[libraries][big]")
+{
+	outcome named_other = run_with({ build_path("tests/dso-linked") }, { "HUGETEXT_MATCH=libnothing" });
+
+	REQUIRE(named_other.r.status == 0);
+	CHECK(lines_for(named_other.report, "libbigtext").empty());
+	CHECK(value(named_other.r.out, "text_huge_kb") == 0);
+
+	outcome both = run_with({ build_path("tests/dso-linked") },
+				{ "HUGETEXT_MATCH=libnothing", "HUGETEXT_BIG_LIBRARIES=1" });
+
+	REQUIRE(both.r.status == 0);
+	CHECK(ok_lines(lines_for(both.report, "libbigtext")).size() == 2);
+	CHECK(value(both.r.out, "text_huge_kb") >= 20ul << 10);
 }
 
 TEST_CASE("a library loaded with dlopen is moved before dlopen returns", "[libraries][dlopen]")
@@ -101,7 +141,7 @@ TEST_CASE("a library loaded with dlopen is moved before dlopen returns", "[libra
 TEST_CASE("a library marked with PF_LINUX_HUGETLB is moved without being named", "[libraries][flag]")
 {
 	std::string lib = build_path("tests/libbigtext-flagged.so");
-	outcome o = run_with({ build_path("tests/dso-dlopen"), lib }, {});
+	outcome o = run_with({ build_path("tests/dso-dlopen"), lib }, { "HUGETEXT_BIG_LIBRARIES=0" });
 
 	INFO(o.r.out << o.r.err);
 	REQUIRE(o.r.status == 0);
@@ -109,13 +149,30 @@ TEST_CASE("a library marked with PF_LINUX_HUGETLB is moved without being named",
 	CHECK(value(o.r.out, "two_huge_kb") >= 14ul << 10);
 }
 
-TEST_CASE("a dlopen'ed library neither named nor marked is left alone", "[libraries][dlopen]")
+TEST_CASE("a big library loaded with dlopen is moved by default before dlopen returns",
+	  "[libraries][dlopen][big]")
 {
 	outcome o = run_with({ build_path("tests/dso-dlopen"), build_path("tests/libbigtext.so") }, {});
 
+	INFO(o.r.out << o.r.err);
 	REQUIRE(o.r.status == 0);
-	CHECK(value(o.r.out, "text_huge_kb") == 0);
-	CHECK(lines_for(o.report, "libbigtext").empty());
+	CHECK(value(o.r.out, "text_huge_kb") >= 20ul << 10);
+	CHECK(value(o.r.out, "two_huge_kb") >= 14ul << 10);
+	CHECK(ok_lines(lines_for(o.report, "libbigtext")).size() == 2);
+}
+
+TEST_CASE("a dlopen'ed library below min_code, or with big libraries off, is left alone",
+	  "[libraries][dlopen][big]")
+{
+	for (const char *setting : { "HUGETEXT_MIN_CODE=64M", "HUGETEXT_BIG_LIBRARIES=0" }) {
+		outcome o = run_with({ build_path("tests/dso-dlopen"), build_path("tests/libbigtext.so") },
+				     { setting });
+
+		INFO(setting << "\n" << o.r.out << o.r.err);
+		REQUIRE(o.r.status == 0);
+		CHECK(value(o.r.out, "text_huge_kb") == 0);
+		CHECK(lines_for(o.report, "libbigtext").empty());
+	}
 }
 
 TEST_CASE("a bare library name is still searched from the caller's RUNPATH", "[libraries][dlopen]")

@@ -190,3 +190,16 @@ TEST_CASE("HUGETEXT_COVER_ENDS is off by default and takes a boolean", "[options
 	CHECK(env_opts({ { "HUGETEXT_COVER_ENDS", "sometimes" } }, &notes).cover_ends == 0);
 	CHECK(notes.find("HUGETEXT_COVER_ENDS") != std::string::npos);
 }
+
+TEST_CASE("HUGETEXT_BIG_LIBRARIES takes auto or a boolean; the API's default is off", "[options]")
+{
+	std::string notes;
+
+	CHECK(env_opts({}).big_libraries == HT_BIG_LIBRARIES_OFF);
+	CHECK(env_opts({ { "HUGETEXT_BIG_LIBRARIES", "auto" } }).big_libraries == HT_BIG_LIBRARIES_AUTO);
+	CHECK(env_opts({ { "HUGETEXT_BIG_LIBRARIES", "1" } }).big_libraries == HT_BIG_LIBRARIES_ON);
+	CHECK(env_opts({ { "HUGETEXT_BIG_LIBRARIES", "no" } }).big_libraries == HT_BIG_LIBRARIES_OFF);
+	CHECK(env_opts({ { "HUGETEXT_BIG_LIBRARIES", "big" } }, &notes).big_libraries ==
+	      HT_BIG_LIBRARIES_OFF);
+	CHECK(notes.find("HUGETEXT_BIG_LIBRARIES") != std::string::npos);
+}

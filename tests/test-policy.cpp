@@ -81,6 +81,7 @@ TEST_CASE("keys the file does not give leave the defaults alone", "[policy]")
 	CHECK(o.mode == def.mode);
 	CHECK(o.match == nullptr);
 	CHECK(o.page_cache == def.page_cache);
+	CHECK(o.big_libraries == def.big_libraries);
 	CHECK(p.programs == nullptr);
 	CHECK(p.min_code == HT_POLICY_MIN_CODE_DEFAULT);
 	CHECK(p.async == 0);
@@ -119,27 +120,103 @@ TEST_CASE("code bytes count only executable segments", "[policy]")
 	CHECK(ht_object_code_bytes(&o) == 6u << 20);
 }
 
+// The preload's settings before the environment: min_code from the policy, big libraries on auto.
+static struct ht_options preload_opts(int big = HT_BIG_LIBRARIES_AUTO, const char *match = nullptr)
+{
+	struct ht_options o;
+
+	ht_options_init(&o);
+	o.min_code = HT_POLICY_MIN_CODE_DEFAULT;
+	o.big_libraries = big;
+	o.match = match;
+	return o;
+}
+
 TEST_CASE("a move is worth trying only for an object with enough code", "[policy]")
 {
-	struct ht_policy p;
 	struct ht_object small_main = object(true, 3), big_main = object(true, 8);
-	struct ht_object big_lib = object(false, 40);
+	struct ht_object big_lib = object(false, 40), mid_lib = object(false, 3);
 	struct ht_object flagged_lib = object(false, 8, HT_PF_LINUX_HUGETLB);
+	struct ht_options o = preload_opts(HT_BIG_LIBRARIES_OFF);
 
-	ht_policy_init(&p);
-	CHECK_FALSE(ht_policy_worth(&p, &small_main, 1, 0));
-	CHECK(ht_policy_worth(&p, &big_main, 1, 0));
+	CHECK_FALSE(ht_policy_worth(&o, &small_main, 1));
+	CHECK(ht_policy_worth(&o, &big_main, 1));
 
 	struct ht_object two[] = { small_main, big_lib };
-	CHECK_FALSE(ht_policy_worth(&p, two, 2, 0)); // no pattern: the library is not a candidate
-	CHECK(ht_policy_worth(&p, two, 2, 1));
+	CHECK_FALSE(ht_policy_worth(&o, two, 2)); // off, no pattern: the library is not a candidate
+	o.match = "libx";
+	CHECK(ht_policy_worth(&o, two, 2)); // a pattern may name it: the full run tests the name
+	o = preload_opts();
+	CHECK(ht_policy_worth(&o, two, 2)); // auto: a big library is a candidate by itself
 
+	struct ht_object mid[] = { small_main, mid_lib };
+	CHECK_FALSE(ht_policy_worth(&o, mid, 2)); // under min_code: nothing to do, nothing read
+	o.min_code = 2u << 20;
+	CHECK(ht_policy_worth(&o, mid, 2));
+
+	o = preload_opts(HT_BIG_LIBRARIES_OFF);
 	struct ht_object flagged[] = { small_main, flagged_lib };
-	CHECK(ht_policy_worth(&p, flagged, 2, 0));
+	CHECK(ht_policy_worth(&o, flagged, 2));
 
-	p.min_code = 0; // still: less than one 2 MiB page never moves
+	o.min_code = 0; // still: less than one 2 MiB page never moves
 	struct ht_object tiny = object(true, 1);
-	CHECK_FALSE(ht_policy_worth(&p, &tiny, 1, 0));
-	CHECK(ht_policy_worth(&p, &small_main, 1, 0));
-	CHECK_FALSE(ht_policy_worth(&p, nullptr, 0, 1));
+	CHECK_FALSE(ht_policy_worth(&o, &tiny, 1));
+	CHECK(ht_policy_worth(&o, &small_main, 1));
+	CHECK_FALSE(ht_policy_worth(&o, nullptr, 0));
+}
+
+TEST_CASE("big libraries are taken whole unless a match pattern names the libraries", "[policy]")
+{
+	struct ht_object small_main = object(true, 1), big_lib = object(false, 40);
+	struct ht_object mid_lib = object(false, 3), tiny_lib = object(false, 1);
+	struct ht_object flagged_mid = object(false, 3, HT_PF_LINUX_HUGETLB);
+	struct ht_options o = preload_opts();
+
+	// auto, no pattern: the program and every library with min_code of code.
+	CHECK(ht_policy_take(&o, &small_main, 0) == HT_TAKE_WHOLE);
+	CHECK(ht_policy_take(&o, &big_lib, 0) == HT_TAKE_WHOLE);
+	CHECK(ht_policy_take(&o, &mid_lib, 0) == HT_TAKE_NONE);
+	CHECK(ht_policy_take(&o, &flagged_mid, 0) == HT_TAKE_FLAGGED);
+	CHECK(ht_policy_take(&o, &mid_lib, 1) == HT_TAKE_WHOLE);
+
+	// auto with a pattern: the pattern alone names the libraries, as before.
+	o.match = "libLLVM";
+	CHECK(ht_policy_take(&o, &big_lib, 0) == HT_TAKE_NONE);
+	CHECK(ht_policy_take(&o, &big_lib, 1) == HT_TAKE_WHOLE);
+
+	// on: big libraries and the named ones.
+	o.big_libraries = HT_BIG_LIBRARIES_ON;
+	CHECK(ht_policy_take(&o, &big_lib, 0) == HT_TAKE_WHOLE);
+	CHECK(ht_policy_take(&o, &mid_lib, 0) == HT_TAKE_NONE);
+
+	// off: only what the pattern names (today's rule without a pattern: none).
+	o = preload_opts(HT_BIG_LIBRARIES_OFF);
+	CHECK(ht_policy_take(&o, &big_lib, 0) == HT_TAKE_NONE);
+	CHECK(ht_policy_take(&o, &small_main, 0) == HT_TAKE_WHOLE);
+	CHECK(ht_policy_take(&o, &flagged_mid, 0) == HT_TAKE_FLAGGED);
+
+	// The bar is min_code, and never under one 2 MiB page.
+	o = preload_opts();
+	o.min_code = 2u << 20;
+	CHECK(ht_policy_take(&o, &mid_lib, 0) == HT_TAKE_WHOLE);
+	o.min_code = 0;
+	CHECK(ht_policy_take(&o, &tiny_lib, 0) == HT_TAKE_NONE);
+	CHECK(ht_object_big_enough(&o, &mid_lib));
+	CHECK_FALSE(ht_object_big_enough(&o, &tiny_lib));
+}
+
+TEST_CASE("big_libraries from the file, under the environment", "[policy]")
+{
+	static struct ht_conf c = parsed("big_libraries = 0\n");
+	struct ht_options o = preload_opts();
+	struct ht_policy p;
+	char notes[256] = "";
+
+	ht_policy_init(&p);
+	ht_policy_from_conf(&c, &o, &p);
+	CHECK(o.big_libraries == HT_BIG_LIBRARIES_OFF);
+	fake_env = { { "HUGETEXT_BIG_LIBRARIES", "auto" } };
+	ht_options_env(&o, fake_get, notes, sizeof(notes));
+	CHECK(o.big_libraries == HT_BIG_LIBRARIES_AUTO);
+	CHECK(notes[0] == '\0');
 }
