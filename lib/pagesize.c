@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* The kernel's page sizes and the 2 MiB moves (see pagesize.h). */
 #include "pagesize.h"
+#include "arch.h"
 #include "pool.h"
 #include "sys.h"
 
@@ -27,7 +28,7 @@ enum ht_error ht_pages_check(const struct ht_page_facts *f, enum ht_mode mode)
 	 */
 	if (ht_pmd_size(f) != HT_HUGE_PAGE_SIZE)
 		return HT_E_KERNEL_PAGES;
-	if (mode == HT_MODE_EXPLICIT && !f->hugetlb_2m)
+	if (mode == HT_MODE_EXPLICIT && f->hugetlb_2m != 1)
 		return HT_E_NOT_SUPPORTED;
 	return HT_E_NONE;
 }
@@ -72,6 +73,12 @@ static int state;
 static struct ht_page_facts facts;
 static char reason[160];
 
+/*
+ * The base page costs nothing (the auxiliary vector).  With 4 KiB pages
+ * on x86-64 and arm64 the page-table format fixes the PMD at 2 MiB
+ * (arch.h), so nothing is read where every program runs; other page sizes
+ * and processors read the kernel's hpage_pmd_size.
+ */
 static void read_facts(struct ht_page_facts *f)
 {
 	char *buf;
@@ -80,12 +87,14 @@ static void read_facts(struct ht_page_facts *f)
 
 	f->base = ht_sys_base_page_size();
 	f->pmd = 0;
-	if (ht_sys_read_file(PMD_SIZE_FILE, &buf, &len) == 0) {
+	if (f->base == 4096 && HT_ARCH_PMD_4K) {
+		f->pmd = HT_ARCH_PMD_4K;
+	} else if (ht_sys_read_file(PMD_SIZE_FILE, &buf, &len) == 0) {
 		if (ht_parse_count(buf, len, &v) == 0)
 			f->pmd = v;
 		free(buf);
 	}
-	f->hugetlb_2m = ht_sys_dir_exists(HUGETLB_2M_DIR) == 1;
+	f->hugetlb_2m = -1;
 }
 
 void ht_page_facts_read(struct ht_page_facts *f)
@@ -111,6 +120,9 @@ enum ht_error ht_pages_usable(enum ht_mode mode)
 	struct ht_page_facts f;
 
 	ht_page_facts_read(&f);
+	/* Asked only for explicit pages, each time: a move of them costs milliseconds anyway. */
+	if (mode == HT_MODE_EXPLICIT && f.hugetlb_2m < 0)
+		f.hugetlb_2m = ht_sys_dir_exists(HUGETLB_2M_DIR) == 1;
 	return ht_pages_check(&f, mode);
 }
 

@@ -19,7 +19,7 @@
 struct ht_page_facts {
 	uint64_t base;  /* the base page size (AT_PAGESZ); 0 when unknown */
 	uint64_t pmd;   /* what a PMD maps (THP's hpage_pmd_size); 0 when the kernel has no THP */
-	int hugetlb_2m; /* 1 when the kernel has 2 MiB hugetlb pages (hugepages-2048kB) */
+	int hugetlb_2m; /* 1 when the kernel has 2 MiB hugetlb pages (hugepages-2048kB), 0 not, -1 not asked */
 };
 
 /*
@@ -46,13 +46,14 @@ enum ht_error ht_pages_check(const struct ht_page_facts *f, enum ht_mode mode);
 int ht_pages_reason(const struct ht_page_facts *f, char *buf, size_t len);
 
 /*
- * The kernel's facts into @f: read the first time a region is about to
- * be moved (one sysfs file and one directory lookup), then kept for the
- * process.
+ * The kernel's page sizes into @f: read the first time a region is about
+ * to be moved, then kept for the process.  With 4 KiB pages on x86-64 and
+ * arm64 that reads nothing (the auxiliary vector, arch.h); otherwise one
+ * sysfs file.  hugetlb_2m is -1: ht_pages_usable() asks for explicit pages.
  */
 void ht_page_facts_read(struct ht_page_facts *f);
 
-/* The check of ht_pages_check() on this kernel's facts. */
+/* The check of ht_pages_check() on this kernel's facts (for explicit pages, one directory lookup). */
 enum ht_error ht_pages_usable(enum ht_mode mode);
 
 /* HT_E_KERNEL_PAGES's text with this kernel's sizes, or NULL before they are read. */

@@ -15,6 +15,13 @@
 #define HT_ARCH_DLCALL 1
 
 /*
+ * What a PMD maps with 4 KiB pages: 2 MiB, fixed by the 4 KiB granule's
+ * page-table format, so the kernel need not be asked (pagesize.c).  The
+ * 16 and 64 KiB granules map 32 and 512 MiB: those are read from sysfs.
+ */
+#define HT_ARCH_PMD_4K (2UL * 1024 * 1024)
+
+/*
  * Makes code written through the data side (the copy's memcpy() or
  * pread()) visible to instruction fetch, as arm64 asks: clean each data
  * cache line to the point of unification, then invalidate the

@@ -14,6 +14,12 @@
  */
 #define HT_ARCH_DLCALL 0
 
+/*
+ * What a PMD maps with 4 KiB pages is not known here (s390 maps 1 MiB):
+ * the kernel is asked (pagesize.c).
+ */
+#define HT_ARCH_PMD_4K 0
+
 /* The compiler knows how this processor makes new code visible to fetch. */
 static inline void ht_arch_sync_code(const void *start, size_t len)
 {

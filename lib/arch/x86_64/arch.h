@@ -12,6 +12,12 @@
 #define HT_ARCH_DLCALL 1
 
 /*
+ * What a PMD maps with 4 KiB pages: 2 MiB, fixed by the page-table format,
+ * so the kernel need not be asked (pagesize.c).
+ */
+#define HT_ARCH_PMD_4K (2UL * 1024 * 1024)
+
+/*
  * Nothing to do after writing code that is about to run: x86-64 keeps the
  * instruction fetch coherent with stores, and the swap's mremap() is a
  * serializing system call for the thread that makes it.
