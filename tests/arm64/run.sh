@@ -5,34 +5,40 @@
 # cross-compiled here (meson-cross-arm64.txt) and run there: the test
 # suite (minus fuzz and the package suite), the probe of the library's
 # path, as the x86-64 matrix does (through tests/kernel/init, guest.sh,
-# probe.sh and the matrix's own functions, lib.sh), and the real-program check (tests/arm64/real.sh: node,
-# g++, clang++, rustc and java, Debian's arm64 builds installed into the
-# root once).
+# probe.sh and the matrix's functions, lib.sh), and the real-program
+# check (tests/arm64/real.sh: node, g++, clang++, rustc and java, Debian's
+# arm64 builds installed into the root once).
 #
 #   tests/arm64/run.sh [--kernel 6.1,6.12] [--thp always,madvise]
 #                      [--fs ext4,xfs] [--all] [--suite S]... [--test T]...
 #                      [--build DIR] [--no-build] [--no-probe] [--no-real]
-#                      [--no-suite] [--prepare] [--run 'COMMAND']
+#                      [--no-suite] [--prepare] [--doc] [--package]
+#                      [--run 'COMMAND']
 #
-# Default: 6.1, always, ext4.  --all: both kernels, both THP modes, both
-# file systems.  --no-real leaves the real-program check out (and its
-# packages uninstalled), --no-suite the test suite; --prepare only makes
-# the root and installs what the runs need.  A real-program line counts
-# as a test.  --build DIR: a build dir configured with the cross file
-# (default: one under the cache, set up and built from this tree);
-# --no-build runs it as it is (a test whose program is missing fails).
+# Default: 6.1, always, ext4, the suite and the real-program check.
+# --all: both kernels, both THP modes, both file systems, then the arm64
+# packages (--package: tests/package/cross-arm64.sh builds them with
+# dpkg-buildpackage -a arm64, runs lintian and installs them in the root;
+# its checks count in the sum) and docs/kernels.md's arm64 rows (--doc:
+# from the runs in HT_ARM64_RUNS; alone, it runs nothing; configurations
+# not run keep their rows from the doc's last version).  --no-real leaves
+# the real-program check out (and its packages uninstalled), --no-suite
+# the test suite; a real program counts as a test.  --prepare only makes
+# the root and installs the real programs in it.  --build DIR: a build
+# dir configured with the cross file (default: one under the cache, set
+# up and built from this tree); --no-build runs it as it is (a test whose
+# program is missing fails).
 # Cached in HT_ARM64_CACHE (default /var/cache/hugetext-arm64): the
 # arm64 root (root/), the kernel packages and their unpacked trees, the
-# initramfs.  Each run's output goes to HT_ARM64_RUNS (default runs/ in
-# the cache), KERNEL-FS-THP/: console.log, testlog.json, probe.json,
-# env.txt.  Two invocations may run at once with different HT_ARM64_RUNS
-# and build dirs (--build; the default one under the cache is shared):
-# the guest only reads the root (9p read-only under a tmpfs
-# overlay) and each run stages its disk in a directory of its own.
-# Prints one line per run,
-# "arm64: KERNEL FS THP: N passed, N failed, N skipped", then the sum,
-# "N passed, N failed, N skipped", and exits non-zero when anything
-# failed or a run did not finish.  Needs root.
+# initramfs, the packages (packages/).  Each run's output goes to
+# HT_ARM64_RUNS (default runs/ in the cache), KERNEL-FS-THP/: console.log,
+# testlog.json, probe.json, real.result, env.txt.  Two invocations may run
+# at once with their own HT_ARM64_RUNS and --build dirs: the guest only
+# reads the root (9p read-only under a tmpfs overlay) and each run stages
+# its disk in a directory of its own.
+# Prints one line per run, "arm64: KERNEL FS THP: N passed, N failed, N
+# skipped", then the sum, "N passed, N failed, N skipped", and exits
+# non-zero when anything failed or a run did not finish.  Needs root.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)
@@ -41,7 +47,9 @@ cache=${HT_ARM64_CACHE:-/var/cache/hugetext-arm64}
 root=$cache/root
 runs=${HT_ARM64_RUNS:-$cache/runs}
 kernels=6.1 thps=always fss=ext4
-build= probe=1 meson_sel=() cmd= rebuild=1 real=1 suite=1 prepare=0
+build= probe=1 meson_sel=() cmd= rebuild=1 real=1 suite=1 prepare=0 doc=0 doc_only=0 package=0
+# --doc alone runs nothing: it only writes the doc.
+[ "$*" = --doc ] && doc_only=1
 ht_name=arm64 ht_arch=arm64
 # shellcheck source=tests/kernel/lib.sh
 . "$kharness/lib.sh"
@@ -51,7 +59,9 @@ while [ $# -gt 0 ]; do
 	--kernel) kernels=${2//,/ }; shift ;;
 	--thp) thps=${2//,/ }; shift ;;
 	--fs) fss=${2//,/ }; shift ;;
-	--all) kernels="6.1 6.12" thps="always madvise" fss="ext4 xfs" ;;
+	--all) kernels="6.1 6.12" thps="always madvise" fss="ext4 xfs" doc=1 package=1 ;;
+	--package) package=1 ;;
+	--doc) doc=1 ;;
 	--suite) meson_sel+=(--suite "$2"); shift ;;
 	--test) meson_sel+=("$2"); shift ;;
 	--build) build=$(realpath -m "$2"); shift ;;
@@ -188,6 +198,17 @@ run_config() {
 	rm -rf "$out/disk.img" "$stage"
 }
 
+# The doc's arm64 section from the runs' probes and logs; the x86-64 rows,
+# and arm64 configurations not in $runs, kept from the doc's last version.
+write_doc() {
+	local label
+	label="earlier run, as of $(git -C "$repo" log -1 --format=%h -- docs/kernels.md 2>/dev/null || echo '?')"
+	python3 "$kharness/kernels-doc.py" --keep "$repo/docs/kernels.md" "$label" --arm64 "$runs" \
+		>"$repo/docs/kernels.md.tmp.$$" && mv "$repo/docs/kernels.md.tmp.$$" "$repo/docs/kernels.md" &&
+		echo "arm64: wrote docs/kernels.md"
+}
+[ "$doc_only" = 0 ] || { write_doc; exit; }
+
 mkdir -p "$runs" || die "cannot make $runs"
 need_packages
 ensure_root
@@ -195,5 +216,17 @@ ensure_root
 [ "$prepare" = 0 ] || { echo "arm64: the root is ready in $root"; exit 0; }
 ensure_build
 run_configs "$runs"
+[ "$doc" = 0 ] || write_doc
+if [ "$package" = 1 ]; then
+	"$repo/tests/package/cross-arm64.sh" "$cache/packages" | tee "$runs/package.log"
+	[ "${PIPESTATUS[0]}" = 0 ] || failed=1
+	if [[ $(tail -1 "$runs/package.log") =~ ^([0-9]+)\ passed,\ ([0-9]+)\ failed,\ ([0-9]+)\ skipped ]]; then
+		tp=$((tp + BASH_REMATCH[1])) tf=$((tf + BASH_REMATCH[2])) ts=$((ts + BASH_REMATCH[3]))
+		echo "arm64: packages: ${BASH_REMATCH[0]}"
+	else
+		echo "arm64: packages: no count (the check did not finish)"
+		tf=$((tf + 1)) failed=1
+	fi
+fi
 echo "$tp passed, $tf failed, $ts skipped"
 exit "$failed"

@@ -1,11 +1,14 @@
 #!/usr/bin/env python3
 """Writes docs/kernels.md (on stdout) from the kernel matrix's runs.
 
-Usage: kernels-doc.py [--keep OLD.md LABEL] RUNS_DIR, where each
-RUNS_DIR/<kernel>-<fs>-<thp>/ holds env.txt, probe.json and testlog.json
-(tests/kernel/matrix.sh).  With --keep, the rows and notes of OLD.md (an
-earlier docs/kernels.md) for configurations RUNS_DIR does not hold are kept,
-marked with LABEL: a run of one configuration does not erase the others.
+Usage: kernels-doc.py [--keep OLD.md LABEL] [RUNS_DIR] [--arm64 ARM64_RUNS_DIR],
+where each RUNS_DIR/<kernel>-<fs>-<thp>/ holds env.txt, probe.json and
+testlog.json (tests/kernel/matrix.sh; tests/arm64/run.sh for the arm64
+runs, whose rows make a section of their own, with the real-program check
+in real.result).  With --keep, the rows and notes of OLD.md (an earlier
+docs/kernels.md) for configurations the runs do not hold are kept, marked
+with LABEL: a run of one configuration, or of one architecture, does not
+erase the others.
 """
 import json
 import os
@@ -169,7 +172,8 @@ def suite_cell(d):
         clang = os.path.join(d, "clang.result")
         if os.path.exists(clang):
             cell += "; clang: %s" % (open(clang).read().strip() or "?")[:60]
-        return cell, failed, skipped
+        real, real_failed = real_cell(d)
+        return cell + real, failed + ["real program " + p for p in real_failed], skipped
     done = console_counts(os.path.join(d, "console.log"))
     ok = sum(1 for r in done.values() if r == "OK")
     bad = sorted(t for t, r in done.items() if r not in ("OK", "SKIP"))
@@ -188,6 +192,25 @@ def why(kernel, second, first):
     return "no 2 MiB page-cache folios for this file system on this kernel: each start copies"
 
 
+def arch_of(release):
+    """The architecture of a kernel release, from Debian's flavour name."""
+    return "arm64" if release.endswith("-arm64") or release.startswith("arm64") else "x86-64"
+
+
+def real_cell(d):
+    """The real-program check (tests/arm64/real.sh): its ok lines, and the
+    programs that failed."""
+    path = os.path.join(d, "real.result")
+    if not os.path.exists(path):
+        return "", []
+    ok, failed = [], []
+    for line in open(path, errors="replace"):
+        m = re.match(r"(ok|failed) (\S+?):", line)
+        if m:
+            (ok if m.group(1) == "ok" else failed).append(m.group(2))
+    return "; real programs: %d ok%s" % (len(ok), (", %d failed" % len(failed)) if failed else ""), failed
+
+
 def family(release):
     """The matrix's label of a kernel release: 6.1, 6.12 or host."""
     for label in ("6.12", "6.1"):
@@ -198,7 +221,8 @@ def family(release):
 
 def earlier(path, label, have):
     """Rows and notes of an earlier docs/kernels.md whose configurations are
-    not in @have, a set of (kernel label, fs, THP): ({key: cells}, {key: [note]})."""
+    not in @have, a set of (architecture, kernel label, fs, THP):
+    ({key: cells}, {key: [note]})."""
     rows, notes = {}, {}
     if not path or not os.path.exists(path):
         return rows, notes
@@ -210,7 +234,8 @@ def earlier(path, label, have):
             continue
         if header and line.startswith("| ") and not line.startswith("|---"):
             cells = dict(zip(header, [c.strip() for c in line.strip("|").split("|")]))
-            key = (family(cells.get("kernel", "")), cells.get("fs", ""), cells.get("THP", ""))
+            key = (arch_of(cells.get("kernel", "")), family(cells.get("kernel", "")), cells.get("fs", ""),
+                   cells.get("THP", ""))
             if key not in have:
                 if "(earlier run" not in cells.get("suite", ""):
                     cells["suite"] = "%s (%s)" % (cells.get("suite", "?"), label)
@@ -218,7 +243,7 @@ def earlier(path, label, have):
             continue
         m = re.match(r"- (\S+), (\S+), THP (\S+): (.*)$", line)
         if m:
-            key = (family(m.group(1)), m.group(2), m.group(3))
+            key = (arch_of(m.group(1)), family(m.group(1)), m.group(2), m.group(3))
             if key not in have and "(earlier run" in m.group(4):
                 notes.setdefault(key, []).append(line)
             elif key not in have:
@@ -227,13 +252,12 @@ def earlier(path, label, have):
     return rows, notes
 
 
-def main():
-    args = sys.argv[1:]
-    keep = keep_label = None
-    if args[:1] == ["--keep"]:
-        keep, keep_label, args = args[1], args[2], args[3:]
-    runs = args[0]
+def run_rows(runs):
+    """The configurations a runs dir holds with a probe, each (order, kernel
+    label, fs, THP, env, probe, dir)."""
     rows = []
+    if not runs or not os.path.isdir(runs):
+        return rows
     for name in os.listdir(runs):
         d = os.path.join(runs, name)
         env = read_env(os.path.join(d, "env.txt"))
@@ -242,38 +266,23 @@ def main():
             continue
         kernel, fs, thp = (name.split("-") + ["", "", ""])[:3]
         rows.append((KERNEL_ORDER.get(kernel, 9), kernel, fs, thp, env, probe, d))
-    commits = {d: read_commit(d) for *_, d in rows}
-    old_rows, old_notes = earlier(keep, keep_label, {(r[1], r[2], r[3]) for r in rows})
-    for key in old_rows:
-        rows.append((KERNEL_ORDER.get(key[0], 9), key[0], key[1], key[2], None, None, None))
-    rows.sort(key=lambda r: (r[0], r[2], r[3]))
+    return rows
 
-    print("# The library on each kernel")
-    print()
-    print("Generated by `tests/kernel/matrix.sh --all` (then `--doc`) from the probe each")
-    print("configuration runs: `tests/robust/bigtext-aligned` (42 MiB of code on the 2 MiB")
-    print("grid) started under the preload with `HUGETEXT_REPORT`, from a cold page cache")
-    print("on the disk under test; see tests/kernel/probe.sh. Timing under qemu (TCG) means")
-    print("nothing, so only the path is shown. Do not edit: run the matrix again.")
-    tested = sorted(set(commits.values()))
-    if tested:
-        print()
-        print("The runs tested commit%s %s%s." % (
-            "s" if len(tested) > 1 else "", ", ".join("`%s`" % c for c in tested),
-            " (each row names its own)" if len(tested) > 1 else ""))
-    if old_rows:
-        print()
-        print("Rows and notes marked *(earlier run ...)* were not run again: they are")
-        print("kept from a previous version of this file, and name the commit of that version.")
-    print()
+
+def table(arch, rows, old_rows, old_notes, commits, tested):
+    """Prints one architecture's table and its notes."""
+    for key in old_rows:
+        if key[0] == arch:
+            rows.append((KERNEL_ORDER.get(key[1], 9), key[1], key[2], key[3], None, None, None))
+    rows.sort(key=lambda r: (r[0], r[2], r[3]))
     print("| " + " | ".join(COLUMNS) + " |")
     print("|" + "---|" * len(COLUMNS))
     notes = []
     for _, kernel, fs, thp, env, probe, d in rows:
         if probe is None:
-            cells = old_rows[(kernel, fs, thp)]
+            cells = old_rows[(arch, kernel, fs, thp)]
             print("| " + " | ".join(cells.get(c, "not run") for c in COLUMNS) + " |")
-            notes += old_notes.get((kernel, fs, thp), [])
+            notes += old_notes.get((arch, kernel, fs, thp), [])
             continue
         k = probe.get("kernel", {})
         count = "`PAGEMAP_SCAN`" if k.get("pagemap_scan") else "smaps"
@@ -303,6 +312,54 @@ def main():
     print()
     for n in notes:
         print(n)
+
+
+def main():
+    args = sys.argv[1:]
+    keep = keep_label = arm64_runs = runs = None
+    if args[:1] == ["--keep"]:
+        keep, keep_label, args = args[1], args[2], args[3:]
+    while args:
+        if args[0] == "--arm64":
+            arm64_runs, args = args[1], args[2:]
+        else:
+            runs, args = args[0], args[1:]
+    rows = {"x86-64": run_rows(runs), "arm64": run_rows(arm64_runs)}
+    commits = {r[6]: read_commit(r[6]) for a in rows for r in rows[a]}
+    have = {(a, r[1], r[2], r[3]) for a in rows for r in rows[a]}
+    old_rows, old_notes = earlier(keep, keep_label, have)
+
+    print("# The library on each kernel")
+    print()
+    print("Generated by `tests/kernel/matrix.sh --all` (then `--doc`) and, for arm64,")
+    print("`tests/arm64/run.sh --all`, from the probe each configuration runs:")
+    print("`tests/robust/bigtext-aligned` (42 MiB of code on the 2 MiB grid) started under")
+    print("the preload with `HUGETEXT_REPORT`, from a cold page cache on the disk under")
+    print("test; see tests/kernel/probe.sh. Timing under qemu (TCG) means nothing, so only")
+    print("the path is shown. Do not edit: run the matrix again.")
+    tested = sorted(set(commits.values()))
+    if tested:
+        print()
+        print("The runs tested commit%s %s%s." % (
+            "s" if len(tested) > 1 else "", ", ".join("`%s`" % c for c in tested),
+            " (each row names its own)" if len(tested) > 1 else ""))
+    if old_rows:
+        print()
+        print("Rows and notes marked *(earlier run ...)* were not run again: they are")
+        print("kept from a previous version of this file, and name the commit of that version.")
+    print()
+    table("x86-64", rows["x86-64"], old_rows, old_notes, commits, tested)
+    if rows["arm64"] or any(k[0] == "arm64" for k in old_rows):
+        print()
+        print("## arm64")
+        print()
+        print("Debian's arm64 kernels under `qemu-system-aarch64 -M virt -cpu max` (TCG),")
+        print("an arm64 Debian 12 root, the project cross-built (tests/arm64/run.sh). The")
+        print("suite column adds the real-program check (tests/arm64/real.sh: node, g++,")
+        print("clang++, rustc and java, each with the same output with and without the")
+        print("preload and its code on huge pages).")
+        print()
+        table("arm64", rows["arm64"], old_rows, old_notes, commits, tested)
     print()
     print("Columns: *huge page count* is how the library asks the kernel what is on huge")
     print("pages (`PAGEMAP_SCAN` from Linux 6.7, else `/proc/self/smaps`). *1st start* is a")
