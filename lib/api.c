@@ -6,6 +6,7 @@
  * records and budget, which they all use, in run.c.
  */
 #include "pagesize.h"
+#include "hot.h"
 #include "perfmap.h"
 #include "policy.h"
 #include "pool.h"
@@ -108,7 +109,7 @@ static void move_planned(struct run *r, const struct ht_object *o, const struct 
 	struct ht_options opt = *r->opt;
 	struct ht_source src = { .fd = -1 };
 	struct ht_recheck rc = { q, whole };
-	struct ht_seg_plan rest = *whole;
+	struct ht_seg_plan rest = *whole, hot;
 	const struct ht_seg_plan *p = whole;
 	int use_cache = ht_page_cache_usable(&opt, whole);
 	int err;
@@ -177,6 +178,22 @@ static void move_planned(struct run *r, const struct ht_object *o, const struct 
 	if (err < 0) {
 		struct ht_source fill = src;
 
+		/* A deferred copy of what runs: the hot part of the span (hot.h). */
+		if (opt.copy_hot && ht_in_background) {
+			p = ht_hot_part(p, &hot, g);
+			fill.file_off = p->file_off;
+			fill.mapped = p->mapped;
+			fill.reserve_gap = p->reserve_gap;
+		}
+		if (p->span.start == p->span.end) {
+			if (src.fd >= 0)
+				ht_sys_close(src.fd);
+			g->start = whole->span.start;
+			g->end = whole->span.end;
+			g->bytes = whole->span.end - whole->span.start;
+			ht_set_outcome(r, g, HT_STATUS_SKIPPED, HT_E_COLD, 0);
+			return;
+		}
 		/* memcpy asked for: the descriptor stays only for the warming. */
 		if (opt.fill == 2)
 			fill.fd = -1;

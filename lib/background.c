@@ -5,6 +5,7 @@
  * in a table of its own, and it moves the code only where that is sound.
  */
 #include "background.h"
+#include "hot.h"
 #include "internal.h"
 #include "region.h"
 #include "sys.h"
@@ -42,6 +43,8 @@ static pid_t bg_pid, bg_tid;
 static struct ht_seg_query bg_queue[BG_MAX_DEFERRED];
 static size_t bg_nqueue;
 static double bg_due_ms;
+/* With copy_hot: the CPU time when the first was queued; the due time follows the hot bytes. */
+static double bg_t0_ms;
 
 static void set_state(int state)
 {
@@ -60,6 +63,49 @@ static double cpu_ms(void)
 	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
+/* The wait the copy of @bytes pays for (the ski-rental rule above). */
+static double copy_after(size_t bytes)
+{
+	return BG_COPY_AFTER_MS_PER_MIB * (double)bytes / (1 << 20);
+}
+
+static int hot_wait(const struct ht_options *opt)
+{
+	return opt->copy_hot && opt->copy_after_ms < 0;
+}
+
+/*
+ * With copy_hot, once due (bg_mu held): the due time again from what the
+ * copy would take now, as the program has run more of its code.  Returns
+ * 1 when the copy pays now, else 0 with a later bg_due_ms.  The queue is
+ * scanned without the lock (reads of our own page tables, about a
+ * millisecond for 100 MiB).  Each look moves the due time by at least one
+ * 2 MiB range's wait (80 ms of CPU), so looking costs the program little.
+ */
+static int hot_due(void)
+{
+	struct ht_seg_query q[BG_MAX_DEFERRED];
+	size_t n = bg_nqueue, bytes = 0;
+	double now, due;
+
+	memcpy(q, bg_queue, n * sizeof(q[0]));
+	pthread_mutex_unlock(&bg_mu);
+	for (size_t i = 0; i < n; i++)
+		bytes += ht_hot_copy_bytes(q[i].start, q[i].end);
+	pthread_mutex_lock(&bg_mu);
+	now = cpu_ms();
+	if (bytes && now >= bg_t0_ms + copy_after(bytes))
+		return 1;
+	due = bg_t0_ms + copy_after(bytes > HT_HUGE_PAGE_SIZE ? bytes : HT_HUGE_PAGE_SIZE);
+	/* Nothing hot: look again after as long again (a process idle in this code). */
+	if (!bytes && due < now + (now - bg_t0_ms))
+		due = now + (now - bg_t0_ms);
+	if (due < now + copy_after(HT_HUGE_PAGE_SIZE))
+		due = now + copy_after(HT_HUGE_PAGE_SIZE);
+	bg_due_ms = due;
+	return 0;
+}
+
 /*
  * Sleeps (bg_mu held) until the process has used bg_due_ms of CPU time or
  * the move is cancelled.  The process's CPU clock runs at most as fast as
@@ -75,8 +121,10 @@ static int wait_until_due(void)
 
 		if (bg_cancel)
 			return -1;
-		if (left <= 0)
+		if (left <= 0 && (!hot_wait(bg_opt) || hot_due()))
 			return 0;
+		if (left <= 0)
+			continue;
 		ms = left / 4 < 10 ? 10 : left / 4 > 1000 ? 1000 : (long)(left / 4);
 		ht_libc()->clock_gettime(CLOCK_REALTIME, &until);
 		until.tv_sec += ms / 1000;
@@ -247,8 +295,9 @@ int ht_background_start(const struct ht_options *opt)
 static int defer_copy(const struct ht_options *opt, const struct ht_seg_query *q, size_t bytes)
 {
 	static int allowed = -1;
+	/* What runs is known only later: a first look after one 2 MiB range's wait. */
 	double after = opt->copy_after_ms >= 0 ? opt->copy_after_ms
-			: BG_COPY_AFTER_MS_PER_MIB * (double)bytes / (1 << 20);
+		       : copy_after(hot_wait(opt) ? HT_HUGE_PAGE_SIZE : bytes);
 	int ok;
 
 	if (allowed < 0)
@@ -257,8 +306,10 @@ static int defer_copy(const struct ht_options *opt, const struct ht_seg_query *q
 	ok = allowed && bg_nqueue < BG_MAX_DEFERRED && bg_state != BG_RUNNING;
 	if (ok) {
 		if (bg_nqueue == 0)
-			bg_due_ms = cpu_ms();
-		bg_due_ms += after;
+			bg_due_ms = bg_t0_ms = cpu_ms();
+		/* With copy_hot the queue shares one first look; the scan counts every span. */
+		if (!hot_wait(opt) || bg_nqueue == 0)
+			bg_due_ms += after;
 		bg_queue[bg_nqueue++] = *q;
 		pthread_cond_broadcast(&bg_cond);
 	}

@@ -177,6 +177,7 @@ void ht_options_env(struct ht_options *opt, char *(*get)(const char *),
 	env_bool(get, "HUGETEXT_PERF_MAP", &opt->perf_map, notes, len);
 	env_bool(get, "HUGETEXT_PAGE_CACHE", &opt->page_cache, notes, len);
 	env_bool(get, "HUGETEXT_COVER_ENDS", &opt->cover_ends, notes, len);
+	env_bool(get, "HUGETEXT_COPY_HOT", &opt->copy_hot, notes, len);
 	env_bool(get, "HUGETEXT_SERVICE", &opt->service, notes, len);
 	v = get("HUGETEXT_REPORT");
 	if (v)

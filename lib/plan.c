@@ -95,3 +95,21 @@ void ht_copy_range(const unsigned char *huge, size_t n, size_t len, size_t huge_
 	if (lo == pages || hi <= lo)
 		*from = *to = 0;
 }
+
+size_t ht_hot_range(const uint16_t *present, size_t n, size_t huge_size, unsigned min,
+		    size_t *from, size_t *to)
+{
+	size_t lo = n, hi = 0, hot = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		if (present[i] < min)
+			continue;
+		if (lo == n)
+			lo = i;
+		hi = i + 1;
+		hot++;
+	}
+	*from = hot ? lo * huge_size : 0;
+	*to = hot ? hi * huge_size : 0;
+	return hot * huge_size;
+}

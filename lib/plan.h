@@ -79,6 +79,32 @@ int ht_plan_span_from(uintptr_t seg_start, uintptr_t seg_end, uintptr_t floor,
 void ht_copy_range(const unsigned char *huge, size_t n, size_t len, size_t huge_size,
 		   size_t *from, size_t *to);
 
+/*
+ * A 4 KiB page present in the page tables was run (or read) at least once;
+ * the kernel's fault-around maps up to 16 cached pages (64 KiB) around
+ * each fault, so one call into a 2 MiB range can show 16 present pages,
+ * and the preload's own touch of each 2 MiB page (pagecache.c) shows as
+ * many.  A range counts as hot from 64 present pages (256 KiB, at least
+ * four separate places run): below that it was entered once or twice, at
+ * start-up, and its 2 MiB copy (2-4 ms of CPU) would not be paid back.
+ */
+#define HT_HOT_MIN_PRESENT 64
+
+/*
+ * The part of a span that a copy of what runs takes.
+ * @present: for each 2 MiB range of the span, the number of its 4 KiB
+ *   pages present in the page tables; @n of them (the span's length /
+ *   @huge_size).
+ * @min: present pages from which a range is hot (HT_HOT_MIN_PRESENT).
+ *
+ * One copy is swapped in at a time, so the result is one range: from the
+ * first hot 2 MiB range to the last; cold ranges between are copied with
+ * it.  Returns the bytes of the hot ranges, with [*@from, *@to) in bytes
+ * from the span's start; 0 and an empty range when none is hot.
+ */
+size_t ht_hot_range(const uint16_t *present, size_t n, size_t huge_size, unsigned min,
+		    size_t *from, size_t *to);
+
 static inline uintptr_t ht_round_up(uintptr_t v, size_t a)
 {
 	return (v + a - 1) & ~(uintptr_t)(a - 1);

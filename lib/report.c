@@ -70,6 +70,8 @@ int ht_format_json(const struct ht_region *r, long pid, char *buf, size_t len)
 	if (r->private_huge_bytes || r->private_code_bytes)
 		put(&o, ",\"private_huge_bytes\":%zu,\"private_code_bytes\":%zu", r->private_huge_bytes,
 		    r->private_code_bytes);
+	if (r->hot_bytes || r->cold_bytes)
+		put(&o, ",\"hot_bytes\":%zu,\"cold_bytes\":%zu", r->hot_bytes, r->cold_bytes);
 	if (r->cache && *r->cache)
 		put(&o, ",\"cache\":\"%s\"", r->cache);
 	if (r->cache_error && *r->cache_error) {
@@ -114,6 +116,9 @@ int ht_format_human(const struct ht_region *r, char *buf, size_t len)
 	if (r->private_huge_bytes)
 		put(&o, ", %.1f MiB private for %.1f MiB of code", (double)r->private_huge_bytes / mib,
 		    (double)r->private_code_bytes / mib);
+	if (r->hot_bytes || r->cold_bytes)
+		put(&o, ", copied what runs: %.1f MiB hot, %.1f MiB cold", (double)r->hot_bytes / mib,
+		    (double)r->cold_bytes / mib);
 	if (r->cache && *r->cache)
 		put(&o, ", cache %s", r->cache);
 	if (r->cache_error && *r->cache_error)

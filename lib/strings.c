@@ -54,6 +54,7 @@ const char *ht_error_str(enum ht_error error)
 				     "(PR_SET_THP_DISABLE) and the explicit pool has no room",
 		[HT_E_KERNEL_PAGES] = "this kernel's PMD does not map 2 MiB (its pages are not 4 KiB); "
 				      "hugetext moves 2 MiB pages only",
+		[HT_E_COLD] = "the process has run none of this code yet: a copy of what runs takes nothing (copy_hot)",
 	};
 
 	/* With the sizes once this process has read them (pagesize.c). */

@@ -165,3 +165,71 @@ uint64_t ht_sys_self_huge_in(uintptr_t start, uintptr_t end)
 
 	return ht_sys_self_huge(start, end, &huge) == 0 ? huge : 0;
 }
+
+/* 4 KiB pages per 2 MiB range: the pagemap has one entry per base page. */
+#define HT_PM_PAGE 4096u
+#define HT_PM_PER_CHUNK ((2u << 20) / HT_PM_PAGE)
+
+struct present_counts {
+	uintptr_t start;
+	size_t n;
+	uint16_t *present;
+};
+
+static void count_present(uint64_t lo, uint64_t hi, void *ctx)
+{
+	struct present_counts *c = ctx;
+	const uint64_t sz = 2u << 20;
+
+	/* A run may cross 2 MiB boundaries: split it. */
+	for (uint64_t at = lo; at < hi;) {
+		uint64_t i = (at - c->start) / sz, end = c->start + (i + 1) * sz;
+
+		if (end > hi)
+			end = hi;
+		if (i < c->n)
+			c->present[i] += (uint16_t)((end - at) / HT_PM_PAGE);
+		at = end;
+	}
+}
+
+int ht_sys_scan_present(uintptr_t start, size_t n, uint16_t *present)
+{
+	struct present_counts c = { start, n, present };
+
+	memset(present, 0, n * sizeof(*present));
+	return scan_pages(start, start + n * (2u << 20), HT_PAGE_IS_PRESENT, count_present, &c);
+}
+
+/* Bit 63 of each 8-byte pagemap entry: the page is present (docs: admin-guide/mm/pagemap). */
+static int read_present(int fd, uintptr_t start, size_t n, uint16_t *present)
+{
+	uint64_t entries[HT_PM_PER_CHUNK];
+
+	for (size_t i = 0; i < n; i++) {
+		uintptr_t at = start + i * (2u << 20);
+		ssize_t got = ht_sys_pread_full(fd, entries, sizeof(entries),
+						(off_t)(at / HT_PM_PAGE * sizeof(uint64_t)));
+
+		if (got < 0)
+			return (int)got;
+		present[i] = 0;
+		for (size_t e = 0; e < (size_t)got / sizeof(uint64_t); e++)
+			present[i] += (uint16_t)(entries[e] >> 63);
+	}
+	return 0;
+}
+
+int ht_sys_present_pages(uintptr_t start, size_t n, uint16_t *present)
+{
+	int err = ht_sys_scan_present(start, n, present), fd;
+
+	if (err != -ENOTTY)
+		return err;
+	fd = ht_sys_open("/proc/self/pagemap", O_RDONLY, 0);
+	if (fd < 0)
+		return fd;
+	err = read_present(fd, start, n, present);
+	ht_sys.close(fd);
+	return err;
+}

@@ -248,6 +248,17 @@ uint64_t ht_sys_self_huge_in(uintptr_t start, uintptr_t end);
 int ht_sys_scan_huge(uintptr_t start, uintptr_t end, uint64_t *huge);
 /* Sets @huge[i] when the i-th 2 MiB page from @start is mapped huge; -ENOTTY before 6.7. */
 int ht_sys_scan_huge_chunks(uintptr_t start, size_t n, unsigned char *huge);
+/*
+ * The pages of the @n 2 MiB ranges from @start (2 MiB aligned) that are
+ * present in this process's page tables: @present[i] counts the i-th
+ * range's 4 KiB pages (0 to 512).  Present means run or read since it was
+ * mapped, or mapped with its neighbours by the kernel's fault-around.
+ * PAGEMAP_SCAN (6.7) where the kernel has it, else /proc/self/pagemap's
+ * bit 63 (readable without privileges; only the frame numbers are hidden).
+ */
+int ht_sys_present_pages(uintptr_t start, size_t n, uint16_t *present);
+/* The same through PAGEMAP_SCAN only: -ENOTTY on kernels before 6.7. */
+int ht_sys_scan_present(uintptr_t start, size_t n, uint16_t *present);
 
 /* Local sockets, for the text service's offer (sys-net.c). */
 int ht_sys_socket(int domain, int type, int protocol);

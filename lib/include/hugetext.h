@@ -80,6 +80,7 @@ enum ht_error {
 	HT_E_NO_COPY,      /* skipped: only a private copy could move it, and copy is "never" */
 	HT_E_THP_PROCESS,  /* skipped: the process turned THP off (PR_SET_THP_DISABLE), no pool room */
 	HT_E_KERNEL_PAGES, /* skipped: the kernel's PMD does not map 2 MiB (16 or 64 KiB pages) */
+	HT_E_COLD,         /* skipped: copy_hot, and the process has run none of this span's code */
 	HT_E__COUNT
 };
 
@@ -115,6 +116,15 @@ struct ht_options {
 	int copy;
 	/* With HT_COPY_AUTO: process CPU ms before the copy; -1: from its cost. */
 	int copy_after_ms;
+	/*
+	 * Nonzero: a deferred private copy (HT_COPY_AUTO's background thread)
+	 * takes only the 2 MiB ranges the process has run, from the first to
+	 * the last (pages present in its page tables), and its wait counts
+	 * those bytes, not the whole span's.  0 (the default): the whole span.
+	 * A copy made at start (HT_COPY_NOW) always takes the whole span:
+	 * nothing has run yet.
+	 */
+	int copy_hot;
 	/*
 	 * Objects (the program or a library) with less code than this are
 	 * left alone, reported as HT_E_BELOW_MIN; segments flagged with
@@ -197,6 +207,13 @@ struct ht_region {
 	 */
 	size_t private_huge_bytes;
 	size_t private_code_bytes;
+	/*
+	 * With copy_hot, when a private copy was made: the bytes of the span's
+	 * 2 MiB ranges the process had run (hot) and had not (cold) when it was
+	 * made; both 0 otherwise.
+	 */
+	size_t hot_bytes;
+	size_t cold_bytes;
 };
 
 /**

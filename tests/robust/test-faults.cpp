@@ -59,6 +59,7 @@ struct scenario {
 	enum ht_mode mode = HT_MODE_THP;
 	std::string share_dir; // with share: a hugetlbfs directory
 	bool cover_ends = false; // HUGETEXT_COVER_ENDS: the head's page takes the ELF headers
+	bool copy_hot = false;   // HUGETEXT_COPY_HOT: the deferred copy reads the present pages first
 };
 
 // What a child saw, sent back through a pipe as text.
@@ -179,6 +180,7 @@ outcome run_here(const fault_plan &plan, const scenario &sc, const std::string &
 	opt.mode = sc.mode;
 	opt.report_path = report.c_str();
 	opt.cover_ends = sc.cover_ends;
+	opt.copy_hot = sc.copy_hot;
 	if (!sc.share_dir.empty()) {
 		opt.share = 1;
 		opt.share_dir = sc.share_dir.c_str();
@@ -196,6 +198,10 @@ outcome run_here(const fault_plan &plan, const scenario &sc, const std::string &
 		ht_remap(&opt, regs, 8, &n0);
 		if (n0 != 1 || regs[0].error != HT_E_DEFERRED || deferred_queries().size() != 1)
 			bad << "the start-up run did not defer the copy; ";
+		// A child of fork() has none of its parent's code pages mapped:
+		// run it, so that a copy of what runs finds it hot.
+		if (sc.copy_hot && bigtext_sum(5) != expected_sum)
+			bad << "the code gave different answers before the copy; ";
 		opt.report_path = report.c_str();
 		faults_install(plan, { self_exe(), report, sc.share_dir });
 		auto deferred_run = [&] {
@@ -497,6 +503,17 @@ TEST_CASE("each call of a deferred copy in the background thread, failed in turn
 	sc.call = api::deferred;
 	// Not strict: the recheck before the swap reads the maps and pagemap
 	// again, and a failure there is reported as "changed" (EBUSY).
+	sweep(sc, false);
+}
+
+TEST_CASE("each call of a deferred copy of what runs (copy_hot), failed in turn, leaves the program as it was",
+	  "[faults][deferred]")
+{
+	scenario sc;
+	sc.call = api::deferred;
+	sc.copy_hot = true;
+	// Not strict, as for the deferred copy; a failed read of the present
+	// pages copies the whole span, as without the setting.
 	sweep(sc, false);
 }
 

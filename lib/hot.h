@@ -1,0 +1,31 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Copy what runs (ht_options.copy_hot): the 2 MiB ranges of a span that
+ * the process has run, found from the pages present in its own page
+ * tables, without privileges or hardware counters.
+ */
+#ifndef HT_HOT_H
+#define HT_HOT_H
+
+#include "region.h"
+
+/*
+ * The part of @p that a copy of what runs takes, into @part (one range,
+ * from the first hot 2 MiB range to the last: plan.h's ht_hot_range);
+ * @g's hot_bytes and cold_bytes say what was found.  Returns @part
+ * (empty when nothing is hot: nothing to copy), or @p itself (copied
+ * whole) when the pages cannot be read, when the span is over 1 GiB, or
+ * with the cover-ends setting's read-only bytes in it.
+ */
+const struct ht_seg_plan *ht_hot_part(const struct ht_seg_plan *p, struct ht_seg_plan *part,
+				      struct ht_region *g);
+
+/*
+ * The bytes a copy of what runs would take of the 2 MiB ranges inside
+ * [@start, @end) now: from the first hot range to the last, 0 when none
+ * is hot, all of them when the pages cannot be read.  For the background
+ * thread's wait, which counts what the copy costs.
+ */
+uint64_t ht_hot_copy_bytes(uintptr_t start, uintptr_t end);
+
+#endif

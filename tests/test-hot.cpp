@@ -1,0 +1,260 @@
+// Description: copy what runs (HUGETEXT_COPY_HOT): which 2 MiB ranges of a
+// span count as hot (pure), the present pages counted per range through
+// PAGEMAP_SCAN and through /proc/self/pagemap alike, and a deferred copy
+// of a library that moves only the part the process ran.
+#include <catch2/catch.hpp>
+
+#include <cerrno>
+#include <cstring>
+#include <dlfcn.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <thread>
+#include <unistd.h>
+#include <vector>
+
+#include "helpers.hpp"
+
+extern "C" {
+#include "hot.h"
+#include "internal.h"
+#include "plan.h"
+#include "region.h"
+#include "sys.h"
+}
+
+static const size_t MiB2 = 2u << 20;
+
+extern "C" const char *test_skip_reason(void)
+{
+	return thp_enabled() ? nullptr : "transparent huge pages are off (never): no copy can be made";
+}
+
+TEST_CASE("the hot part runs from the first hot 2 MiB range to the last", "[hot]")
+{
+	const uint16_t present[] = { 0, 16, 200, 0, 512, 63, 64, 0 };
+	size_t from = 1, to = 1;
+	size_t hot = ht_hot_range(present, 8, MiB2, HT_HOT_MIN_PRESENT, &from, &to);
+
+	// Ranges 2, 4 and 6 reach the threshold; 3 and 5 lie between and are copied too.
+	CHECK(hot == 3 * MiB2);
+	CHECK(from == 2 * MiB2);
+	CHECK(to == 7 * MiB2);
+}
+
+TEST_CASE("ranges touched only as the kernel's fault-around does are cold", "[hot]")
+{
+	// One fault maps up to 16 cached pages; the preload's own touch shows as many.
+	const uint16_t present[] = { 16, 16, 63, 0 };
+	size_t from = 1, to = 1;
+
+	CHECK(ht_hot_range(present, 4, MiB2, HT_HOT_MIN_PRESENT, &from, &to) == 0);
+	CHECK(from == 0);
+	CHECK(to == 0);
+	const uint16_t one[] = { 0, 0, 0, 64 };
+	CHECK(ht_hot_range(one, 4, MiB2, HT_HOT_MIN_PRESENT, &from, &to) == MiB2);
+	CHECK(from == 3 * MiB2);
+	CHECK(to == 4 * MiB2);
+}
+
+// 8 MiB of our own memory on 4 KiB pages, with 100, 0, 3 and 512 pages of
+// its four 2 MiB ranges written.
+struct touched {
+	char *at = nullptr;
+	touched()
+	{
+		void *p = nullptr;
+		REQUIRE(ht_sys_map_anon(4 * MiB2, MiB2, 0, &p) == 0);
+		at = static_cast<char *>(p);
+		REQUIRE(ht_sys_advise(at, 4 * MiB2, MADV_NOHUGEPAGE) == 0);
+		for (size_t i = 0; i < 100; i++)
+			at[i * 4096] = 1;
+		for (size_t i = 0; i < 3; i++)
+			at[2 * MiB2 + i * 8192] = 1;
+		std::memset(at + 3 * MiB2, 1, MiB2);
+	}
+	~touched() { ht_sys_unmap(at, 4 * MiB2); }
+};
+
+static int fail_ioctl(int, unsigned long, void *)
+{
+	errno = EINVAL; // what a kernel before 6.7 answers PAGEMAP_SCAN
+	return -1;
+}
+
+TEST_CASE("present pages are counted per 2 MiB range, with PAGEMAP_SCAN or the pagemap file", "[hot]")
+{
+	touched t;
+	uint16_t present[4] = { 9, 9, 9, 9 };
+	int scan = ht_sys_scan_present((uintptr_t)t.at, 4, present);
+
+	if (scan != -ENOTTY) {
+		REQUIRE(scan == 0);
+		CHECK(present[0] == 100);
+		CHECK(present[1] == 0);
+		CHECK(present[2] == 3);
+		CHECK(present[3] == 512);
+	}
+	// The kernel without PAGEMAP_SCAN: the pagemap file's bit 63 gives the same.
+	ht_sys.ioctl = fail_ioctl;
+	std::fill(present, present + 4, 9);
+	int err = ht_sys_present_pages((uintptr_t)t.at, 4, present);
+	ht_sys_reset();
+	REQUIRE(err == 0);
+	CHECK(present[0] == 100);
+	CHECK(present[1] == 0);
+	CHECK(present[2] == 3);
+	CHECK(present[3] == 512);
+	// What the background thread's wait counts: ranges 0 to 3, the cold one between included.
+	CHECK(ht_hot_copy_bytes((uintptr_t)t.at, (uintptr_t)t.at + 4 * MiB2) == 4 * MiB2);
+	CHECK(ht_hot_copy_bytes((uintptr_t)t.at + MiB2, (uintptr_t)t.at + 3 * MiB2) == 0);
+}
+
+TEST_CASE("the hot part of a plan keeps its file offset and mapped bytes in step", "[hot]")
+{
+	touched t;
+	ht_seg_plan p{};
+	ht_region g{};
+	ht_seg_plan part{};
+
+	p.span.start = (uintptr_t)t.at;
+	p.span.end = (uintptr_t)t.at + 4 * MiB2;
+	p.mapped = 3 * MiB2 + 4096; // the last range holds a little code, then free space
+	p.file_off = 0x400000;
+	p.reserve_gap = 1;
+	const ht_seg_plan *c = ht_hot_part(&p, &part, &g);
+	REQUIRE(c == &part);
+	CHECK(g.hot_bytes == 2 * MiB2);
+	CHECK(g.cold_bytes == 2 * MiB2);
+	CHECK(part.span.start == p.span.start);
+	CHECK(part.span.end == p.span.end);
+	CHECK(part.mapped == p.mapped);
+	CHECK(part.reserve_gap == 1);
+
+	// Range 3 alone, a span of its own: all of it hot.
+	ht_seg_plan q = p;
+	q.span.start = (uintptr_t)t.at + 3 * MiB2;
+	q.span.end = (uintptr_t)t.at + 4 * MiB2;
+	q.mapped = 4096;
+	ht_region h{};
+	c = ht_hot_part(&q, &part, &h);
+	REQUIRE(c == &part);
+	CHECK(h.hot_bytes == MiB2);
+	CHECK(h.cold_bytes == 0);
+	CHECK(part.file_off == q.file_off);
+	CHECK(part.mapped == 4096);
+
+	// Ranges 1 and 2 (0 and 3 pages): nothing hot, an empty part.
+	q = p;
+	q.span.start = (uintptr_t)t.at + MiB2;
+	q.span.end = (uintptr_t)t.at + 3 * MiB2;
+	q.mapped = 2 * MiB2;
+	ht_region e{};
+	c = ht_hot_part(&q, &part, &e);
+	CHECK(c->span.start == c->span.end);
+	CHECK(e.hot_bytes == 0);
+	CHECK(e.cold_bytes == 2 * MiB2);
+}
+
+// --- a deferred copy of a library the process ran part of ---
+
+static std::vector<ht_seg_query> queued;
+
+static int record(const struct ht_options *, const struct ht_seg_query *q, size_t)
+{
+	queued.push_back(*q);
+	return 0;
+}
+
+TEST_CASE("a deferred copy with copy_hot moves only the part of the library the process ran", "[hot]")
+{
+	std::string lib = build_path("tests/libbigtext.so");
+	// 4 KiB page-cache pages, so that only what runs is mapped (helpers.hpp).
+	small_page_cache(lib);
+	void *h = dlopen(lib.c_str(), RTLD_NOW);
+	INFO(dlerror());
+	REQUIRE(h);
+	auto start = static_cast<char *>(dlsym(h, "bigtext_start"));
+	auto end = static_cast<char *>(dlsym(h, "bigtext_end"));
+	auto stride = static_cast<const unsigned *>(dlsym(h, "bigtext_stride"));
+	REQUIRE((start && end && stride));
+	typedef int (*fn)(int);
+	// Runs the functions of [lo, hi) MiB of the library's text.
+	auto run = [&](size_t lo, size_t hi) {
+		unsigned long sum = 0;
+		for (char *f = start + (lo << 20); f + *stride <= start + (hi << 20) && f < end; f += *stride)
+			sum = sum * 31 + (unsigned)reinterpret_cast<fn>(reinterpret_cast<uintptr_t>(f))(3);
+		return sum;
+	};
+	unsigned long expect = run(8, 14);
+	// What the code the process never ran gives, asked of a child.
+	int pipefd[2];
+	REQUIRE(pipe(pipefd) == 0);
+	pid_t pid = fork();
+	if (pid == 0) {
+		unsigned long cold = run(16, 22);
+		_exit(write(pipefd[1], &cold, sizeof(cold)) == sizeof(cold) ? 0 : 1);
+	}
+	unsigned long expect_cold = 0;
+	REQUIRE(read(pipefd[0], &expect_cold, sizeof(expect_cold)) == sizeof(expect_cold));
+	waitpid(pid, nullptr, 0);
+	close(pipefd[0]);
+	close(pipefd[1]);
+
+	ht_options opt;
+	ht_options_init(&opt);
+	opt.mode = HT_MODE_THP;
+	opt.page_cache = 0;
+	opt.share = HT_SHARE_OFF;
+	opt.copy = HT_COPY_AUTO;
+	opt.copy_hot = 1;
+	opt.match = "libbigtext\\.so";
+	std::string report = temp_path("hot-report.json");
+	queued.clear();
+	auto saved = ht_defer_copy;
+	ht_defer_copy = record;
+	ht_region regs[8];
+	size_t n = 0;
+	ht_remap(&opt, regs, 8, &n);
+	ht_defer_copy = saved;
+	std::vector<ht_seg_query> mine;
+	for (auto &q : queued)
+		if (q.start < (uintptr_t)end && q.end > (uintptr_t)start)
+			mine.push_back(q);
+	REQUIRE(mine.size() == 1);
+
+	opt.report_path = report.c_str();
+	size_t m = 0;
+	std::thread bg([&] {
+		ht_in_background = 1;
+		ht_remap_deferred(&opt, mine.data(), mine.size(), regs, 8, &m);
+	});
+	bg.join();
+	REQUIRE(m == 1);
+	const ht_region &r = regs[0];
+	INFO(ht_error_str(r.error));
+	REQUIRE(r.status == HT_STATUS_OK);
+	// 6 MiB were run: three or four 2 MiB ranges as the text lies on the grid.
+	CHECK(r.hot_bytes >= 3 * MiB2);
+	CHECK(r.hot_bytes <= 4 * MiB2);
+	CHECK(r.cold_bytes == r.bytes - r.hot_bytes);
+	CHECK(r.cold_bytes >= 6 * MiB2);
+	// On huge pages: the hot part, not the whole span.
+	CHECK(r.huge_bytes >= 3 * MiB2);
+	CHECK(r.huge_bytes <= 4 * MiB2);
+	// Every whole 2 MiB page of the 6 MiB run lies on a huge page.
+	uintptr_t lo = ht_round_up((uintptr_t)start + (8u << 20), MiB2);
+	uintptr_t hi = ht_round_down((uintptr_t)start + (14u << 20), MiB2);
+	CHECK(hi - lo >= 2 * MiB2);
+	CHECK(ht_sys_self_huge_in(lo, hi) == hi - lo);
+	CHECK(ht_sys_self_huge_in((uintptr_t)start + (18u << 20), (uintptr_t)end) == 0);
+	// The code gives the same answers, moved and not.
+	CHECK(run(8, 14) == expect);
+	CHECK(run(16, 22) == expect_cold);
+	auto lines = read_report(report);
+	REQUIRE(lines.size() == 1);
+	CHECK(lines[0]["hot_bytes"] == std::to_string(r.hot_bytes));
+	CHECK(lines[0]["cold_bytes"] == std::to_string(r.cold_bytes));
+	unlink(report.c_str());
+	// Not closed: the moved code stays mapped until the process ends.
+}
