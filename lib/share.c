@@ -37,22 +37,24 @@ static int served_by_service(const struct ht_options *opt, const struct ht_cache
 			     const struct ht_seg_plan *p, const struct ht_source *src,
 			     struct ht_region *g)
 {
+	const char *why;
 	struct stat st;
 	int err;
 
 	if (ht_sys_fstat(src->fd, &st) < 0 || ht_offer_refusal(&st))
 		return 0;
 	err = ht_cache_move(opt, key, HT_CACHE_SHARED_HIT, p->span, src, g);
-	/* The service's entry is there but unusable: say why; the service has it already. */
-	if (err == 0 || err != -ENOENT)
+	if (err == 0)
 		return 1;
+	/* Why the service's entry was not used (stale, damaged...): the offer says it again. */
+	why = err != -ENOENT && g->cache_error ? g->cache_error : "";
 	if (ht_cache_move(opt, key, HT_CACHE_HIT_ONLY, p->span, src, g) == 0)
 		return 1;
 	if (ht_service_offer(HT_SERVICE_SOCKET, src->fd, p->file_off, p->span.end - p->span.start,
 			     src->mapped) < 0)
 		return 0;
 	g->cache = "offered";
-	g->cache_error = "";
+	g->cache_error = why;
 	return 1;
 }
 

@@ -51,12 +51,14 @@
 #define MAX_PENDING 64     /* files waiting to be warmed again */
 #define MAX_PER_UID 8      /* of them, from one user */
 #define MAX_DONE 1024      /* offers remembered, so a repeat costs nothing */
-#define RETRY_S 5          /* between two warms of a file still in use */
-#define MAX_TRIES 60       /* five minutes of retries, then the file is dropped */
+#define DONE_FOR_S 60      /* for this long: an offer after it means the entry is gone or unusable */
+#define RETRY_S 1          /* between two warms of a file still in use */
+#define FILL_AFTER 5       /* warms of a file still in use before the cache is filled */
+#define MAX_TRIES 300      /* five minutes of retries, then the file is dropped */
 #define LOG_KEEP 32        /* lines of each kind kept for the state file */
 
 static const char serve_usage[] =
-	"usage: hugetext serve [--socket PATH] [--state PATH] [--once]\n"
+	"usage: hugetext serve [--socket PATH] [--state PATH] [--config FILE] [--no-warm] [--once]\n"
 	"\n"
 	"Run the text service: take the files that processes running the preload\n"
 	"offer, and make their code huge for later starts (warm the page cache into\n"
@@ -64,8 +66,10 @@ static const char serve_usage[] =
 	"when absent with text_cache_size of /etc/hugetext.conf as its limit, by\n"
 	"default 1/16 of memory).  Under systemd the socket comes from\n"
 	"hugetext-serve.socket; started by hand it binds " HT_SERVICE_SOCKET " itself.\n"
-	"'service = off' in /etc/hugetext.conf: exit at once.  --once: serve one\n"
-	"offer, then exit (for tests).\n";
+	"'service = 0' in /etc/hugetext.conf (or --config FILE): exit at once.\n"
+	"--state PATH: where it says what it did (default " HTE_SERVE_STATE "; \"\": nowhere).\n"
+	"--no-warm: never warm the page cache, fill the shared cache only.\n"
+	"--once: serve one offer, then exit (for tests).\n";
 
 /* What one served file is known as, so a repeat costs a lookup. */
 struct key {
@@ -77,10 +81,14 @@ struct key {
 	uint64_t file_off, len, mapped;
 };
 
+/* A file being served: its descriptor, what was offered, by whom. */
 struct pending {
 	int fd;
+	struct stat st;
+	struct ht_offer m;
 	struct key k;
 	uid_t uid;
+	pid_t sender;
 	unsigned tries;
 	time_t next;
 };
@@ -96,9 +104,11 @@ struct log {
 };
 
 static struct {
-	const char *socket, *state;
+	const char *socket, *state, *config;
 	uint64_t cache_size;   /* 0: no shared cache */
+	int no_warm;           /* --no-warm: the shared cache only */
 	struct key done[MAX_DONE];
+	time_t done_at[MAX_DONE];
 	unsigned ndone, done_next;
 	struct pending pend[MAX_PENDING];
 	unsigned npend;
@@ -212,8 +222,10 @@ static void key_of(const struct stat *st, const struct ht_offer *m, struct key *
 
 static int seen(const struct key *k)
 {
+	time_t now = time(NULL);
+
 	for (unsigned i = 0; i < S.ndone; i++)
-		if (!memcmp(&S.done[i], k, sizeof(*k)))
+		if (!memcmp(&S.done[i], k, sizeof(*k)) && now - S.done_at[i] < DONE_FOR_S)
 			return 1;
 	for (unsigned i = 0; i < S.npend; i++)
 		if (!memcmp(&S.pend[i].k, k, sizeof(*k)))
@@ -224,6 +236,7 @@ static int seen(const struct key *k)
 static void remember(const struct key *k)
 {
 	S.done[S.done_next] = *k;
+	S.done_at[S.done_next] = time(NULL);
 	S.done_next = (S.done_next + 1) % MAX_DONE;
 	S.ndone += S.ndone < MAX_DONE;
 }
@@ -391,6 +404,35 @@ static int fill_bytes(int fd, const struct ht_offer *m, char *p)
 	return 0;
 }
 
+/* True when the entry @name holds the span's bytes of the file (all of them compared). */
+static int entry_matches(int dirfd, const char *name, int fd, const struct ht_offer *m)
+{
+	static char buf[1 << 16];
+	struct stat st;
+	const char *p;
+	uint64_t at = 0;
+	int efd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC), same;
+
+	if (efd < 0)
+		return 0;
+	if (fstat(efd, &st) < 0 || (uint64_t)st.st_size != m->len ||
+	    ht_sys_map_file(efd, m->len, PROT_READ, 0, (void **)&p) < 0) {
+		close(efd);
+		return 0;
+	}
+	close(efd);
+	same = 1;
+	while (same && at < m->mapped) {
+		size_t want = m->mapped - at < sizeof(buf) ? (size_t)(m->mapped - at) : sizeof(buf);
+		ssize_t n = pread(fd, buf, want, (off_t)(m->file_off + at));
+
+		same = n > 0 && memcmp(buf, p + at, (size_t)n) == 0;
+		at += n > 0 ? (uint64_t)n : 0;
+	}
+	munmap((void *)p, m->len);
+	return same;
+}
+
 /* True when the file is still what it was when the offer came. */
 static int unchanged(int fd, const struct stat *was)
 {
@@ -414,8 +456,13 @@ static const char *fill_entry(int mfd, int dirfd, int fd, const struct stat *st,
 	void *p;
 	int efd;
 
-	if (faccessat(dirfd, name, F_OK, AT_SYMLINK_NOFOLLOW) == 0)
-		return NULL; /* filled before: by us, for another process */
+	/* Filled before, for another process: kept when it still holds the file's bytes. */
+	if (faccessat(dirfd, name, F_OK, AT_SYMLINK_NOFOLLOW) == 0) {
+		if (entry_matches(dirfd, name, fd, m))
+			return NULL;
+		unlinkat(dirfd, name, 0);
+		log_add(&S.evicted, "%s (stale: the file changed under it)", name);
+	}
 	if (make_room(mfd, dirfd, m->len) < 0)
 		return "the shared cache is full (even after eviction)";
 	snprintf(tmp, sizeof(tmp), "%s.tmp.%ld", name, (long)getpid());
@@ -452,33 +499,13 @@ static const char *fill_entry(int mfd, int dirfd, int fd, const struct stat *st,
 
 /* --- serving one file --- */
 
-/*
- * Warms the file (1), else fills its entry (2).  Returns 1 when done, 0
- * when it should be warmed again later (still in use, no cache), -1 when
- * refused (@why).
- */
-static int serve_file(int fd, const struct stat *st, const struct ht_offer *m, uid_t uid,
-		      const char **why)
+/* Fills the file's shared cache entry.  Returns 1 when done, 0 with no cache, -1 when refused (@why). */
+static int fill_file(int fd, const struct stat *st, const struct ht_offer *m, uid_t uid,
+		     const char **why)
 {
-	char path[512], name[256], buf[32];
-	struct hte_warm w;
-	int mfd = -1, dirfd, r;
+	char path[512], name[256];
+	int mfd = -1, dirfd;
 
-	fd_path(fd, path, sizeof(path));
-	snprintf(buf, sizeof(buf), "/proc/self/fd/%d", fd);
-	r = hte_warm_file(buf, 1, &w);
-	if (r == 0 && w.code && w.huge == w.code) {
-		log_add(&S.warmed, "%s: %llu MiB in 2 MiB page-cache pages%s (uid %u)", path,
-			(unsigned long long)(w.huge >> 20), w.already ? ", already" : "", (unsigned)uid);
-		return 1;
-	}
-	/*
-	 * Some of it came back huge: this file system keeps 2 MiB pages, and
-	 * what did not is mapped by running processes.  The page cache costs
-	 * no memory of its own: warm the rest once they are gone.
-	 */
-	if (r == 0 && w.huge > 0)
-		return 0;
 	*why = entry_name(fd, st, m, name, sizeof(name));
 	if (*why)
 		return -1;
@@ -486,16 +513,68 @@ static int serve_file(int fd, const struct stat *st, const struct ht_offer *m, u
 	if (dirfd < 0) {
 		if (mfd >= 0)
 			close(mfd);
-		return 0; /* no cache: the page cache is the only way, later */
+		return 0;
 	}
 	*why = fill_entry(mfd, dirfd, fd, st, m, name);
 	close(dirfd);
 	close(mfd);
 	if (*why)
 		return -1;
+	fd_path(fd, path, sizeof(path));
 	log_add(&S.filled, "%s: %s (%llu MiB, uid %u)", path, name, (unsigned long long)(m->len >> 20),
 		(unsigned)uid);
 	return 1;
+}
+
+/* True while the sender still maps the file: its pages cannot be dropped and read again. */
+static int sender_runs(const struct pending *p)
+{
+	char maps[64], *buf;
+	size_t len;
+	int runs;
+
+	snprintf(maps, sizeof(maps), "/proc/%ld/maps", (long)p->sender);
+	if (ht_sys_read_file(maps, &buf, &len) < 0)
+		return 0;
+	runs = hte_maps_runs_file(buf, len, p->st.st_dev, p->st.st_ino);
+	free(buf);
+	return runs;
+}
+
+/*
+ * One attempt at a file: warm its page cache (the kernel then maps it huge
+ * with no copy and no memory of ours); where that cannot take, fill the
+ * shared cache.  Pages that running processes map cannot be dropped and
+ * read again, so a warm that did not take all is tried again later; the
+ * cache is filled when the warm gave nothing once the sender was gone
+ * (this file system keeps no 2 MiB pages), or after FILL_AFTER tries (a
+ * server that keeps running: its next start is served from the cache).
+ * Returns 1 when done, 0 to try again, -1 when refused (@why).
+ */
+static int attempt(struct pending *p, const char **why)
+{
+	char path[512], buf[32];
+	struct hte_warm w = { 0 };
+	int r = 1, runs;
+
+	*why = NULL;
+	if (!S.no_warm) {
+		snprintf(buf, sizeof(buf), "/proc/self/fd/%d", p->fd);
+		r = hte_warm_file(buf, 1, &w);
+		if (r == 0 && w.code && w.huge == w.code) {
+			fd_path(p->fd, path, sizeof(path));
+			log_add(&S.warmed, "%s: %llu MiB in 2 MiB page-cache pages%s, try %u (uid %u)", path,
+				(unsigned long long)(w.huge >> 20), w.already ? ", already" : "",
+				p->tries + 1, (unsigned)p->uid);
+			return 1;
+		}
+	}
+	runs = r == 0 && sender_runs(p);
+	if (r == 0 && (runs || w.huge > 0) && ++p->tries < FILL_AFTER)
+		return 0;
+	r = fill_file(p->fd, &p->st, &p->m, p->uid, why);
+	/* No cache to fill: the page cache is the only way, while the tries last. */
+	return r == 0 && ++p->tries < MAX_TRIES ? 0 : r != 0 ? r : 1;
 }
 
 static const char *check_offer(int fd, const struct ht_offer *m, const struct ucred *who,
@@ -530,65 +609,63 @@ static unsigned pending_of(uid_t uid)
 	return n;
 }
 
+/* Ends an attempt: done or refused files are remembered; the descriptor is closed. */
+static void settle(struct pending *p, int r, const char *why)
+{
+	if (r < 0)
+		log_add(&S.refused, "%s (uid %u, pid %ld)", why, (unsigned)p->uid, (long)p->sender);
+	remember(&p->k);
+	close(p->fd);
+}
+
 static void handle_offer(int fd, const struct ht_offer *m, const struct ucred *who)
 {
-	const char *why = NULL;
-	struct stat st;
-	struct key k;
+	struct pending p = { .fd = fd, .m = *m, .uid = who->uid, .sender = who->pid };
+	const char *why;
 	int r;
 
 	S.offers++;
-	why = check_offer(fd, m, who, &st);
+	why = check_offer(fd, m, who, &p.st);
 	if (why) {
 		log_add(&S.refused, "%s (uid %u, pid %ld)", why, (unsigned)who->uid, (long)who->pid);
 		close(fd);
 		return;
 	}
-	key_of(&st, m, &k);
-	if (seen(&k)) {
+	key_of(&p.st, m, &p.k);
+	if (seen(&p.k)) {
 		close(fd);
 		return;
 	}
-	r = serve_file(fd, &st, m, who->uid, &why);
+	r = attempt(&p, &why);
 	if (r == 0 && S.npend < MAX_PENDING && pending_of(who->uid) < MAX_PER_UID) {
-		S.pend[S.npend++] = (struct pending){ fd, k, who->uid, 1, time(NULL) + RETRY_S };
+		p.next = time(NULL) + RETRY_S;
+		S.pend[S.npend++] = p;
 		return;
 	}
-	if (r < 0)
-		log_add(&S.refused, "%s (uid %u, pid %ld)", why, (unsigned)who->uid, (long)who->pid);
-	if (r != 0)
-		remember(&k);
-	close(fd);
+	settle(&p, r, why);
 }
 
-/* Warms again the files whose time has come; drops those tried too often. */
+/* Tries again the files whose time has come. */
 static void retry_pending(void)
 {
 	time_t now = time(NULL);
 
 	for (unsigned i = 0; i < S.npend;) {
 		struct pending *p = &S.pend[i];
-		char buf[32];
-		struct hte_warm w;
+		const char *why;
+		int r;
 
 		if (p->next > now) {
 			i++;
 			continue;
 		}
-		snprintf(buf, sizeof(buf), "/proc/self/fd/%d", p->fd);
-		if (hte_warm_file(buf, 1, &w) == 0 && w.code && w.huge == w.code) {
-			char path[512];
-
-			fd_path(p->fd, path, sizeof(path));
-			log_add(&S.warmed, "%s: %llu MiB in 2 MiB page-cache pages, try %u (uid %u)", path,
-				(unsigned long long)(w.huge >> 20), p->tries + 1, (unsigned)p->uid);
-		} else if (++p->tries < MAX_TRIES) {
+		r = attempt(p, &why);
+		if (r == 0) {
 			p->next = now + RETRY_S;
 			i++;
 			continue;
 		}
-		remember(&p->k);
-		close(p->fd);
+		settle(p, r, why);
 		*p = S.pend[--S.npend];
 	}
 }
@@ -750,8 +827,8 @@ static int read_conf(void)
 
 	if (!c)
 		return -1;
-	if (ht_conf_load(HT_CONF_PATH, c, err, sizeof(err)) < 0 && err[0]) {
-		hte_error("serve", "%s: %s", HT_CONF_PATH, err);
+	if (ht_conf_load(S.config, c, err, sizeof(err)) < 0 && err[0]) {
+		hte_error("serve", "%s", err);
 		free(c);
 		return -1;
 	}
@@ -774,6 +851,8 @@ int hte_cmd_serve(int argc, char **argv)
 		{ "socket", required_argument, NULL, 's' },
 		{ "state", required_argument, NULL, 't' },
 		{ "once", no_argument, NULL, '1' },
+		{ "config", required_argument, NULL, 'c' },
+		{ "no-warm", no_argument, NULL, 'w' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -782,11 +861,14 @@ int hte_cmd_serve(int argc, char **argv)
 
 	S.socket = HT_SERVICE_SOCKET;
 	S.state = HTE_SERVE_STATE;
+	S.config = HT_CONF_PATH;
 	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
 		switch (c) {
 		case 's': S.socket = optarg; break;
 		case 't': S.state = *optarg ? optarg : NULL; break;
 		case '1': once = 1; break;
+		case 'c': S.config = optarg; break;
+		case 'w': S.no_warm = 1; break;
 		case 'h': fputs(serve_usage, stdout); return HTE_EXIT_OK;
 		default: fputs(serve_usage, stderr); return HTE_EXIT_USAGE;
 		}
@@ -799,7 +881,7 @@ int hte_cmd_serve(int argc, char **argv)
 	if (conf < 0)
 		return HTE_EXIT_FAIL;
 	if (conf > 0) {
-		printf("serve: off ('service = off' in %s)\n", HT_CONF_PATH);
+		printf("serve: off ('service = 0' in %s)\n", S.config);
 		return HTE_EXIT_OK;
 	}
 	if (geteuid() != 0) {
@@ -821,6 +903,7 @@ int hte_cmd_serve(int argc, char **argv)
 	while (!S.stop) {
 		struct pollfd pf = { lfd, POLLIN, 0 };
 		int wait = S.npend ? RETRY_S * 1000 : -1;
+
 
 		if (poll(&pf, 1, wait) == 1)
 			take_one(lfd);

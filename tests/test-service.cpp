@@ -1,0 +1,591 @@
+// Description: the text service (`hugetext serve`, docs/service.md) and the
+// library's side of it.  A program started under the preload offers its
+// code's file instead of filling the cache itself; the service fills root's
+// shared entry (or warms the page cache) and the next start, of any user,
+// maps the code huge with no private copy.  Hostile clients (descriptors
+// that are no file, another user's file, a writable file, a file the sender
+// does not run, malformed messages, a silent connection) are refused and
+// the service keeps serving; a file changed after its entry was made, a
+// full cache, an absent or dead service all leave the program as it was.
+// Runs in a private mount namespace with a tmpfs over /run.
+#include <catch2/catch.hpp>
+
+#include <csignal>
+#include <cstring>
+#include <fcntl.h>
+#include <sched.h>
+#include <spawn.h>
+#include <string>
+#include <sys/mman.h>
+#include <sys/mount.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "helpers.hpp"
+#include "hugetext.h"
+
+extern "C" {
+#include "service.h"
+#include "serve.h"
+}
+
+extern char **environ;
+
+namespace {
+
+const std::string text_dir = HT_TEXT_CACHE_DIR;
+const std::string shared_dir = text_dir + "/" HT_SERVICE_SHARED;
+const std::string sock = HT_SERVICE_SOCKET;
+
+bool private_run()
+{
+	static int ok = -1;
+	if (ok < 0)
+		ok = unshare(CLONE_NEWNS) == 0 && mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) == 0 &&
+		     mount("test-run", "/run", "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755") == 0 &&
+		     mkdir("/run/hugetext", 0755) == 0 && mkdir(text_dir.c_str(), 0755) == 0;
+	return ok;
+}
+
+} // namespace
+
+extern "C" const char *test_skip_reason(void)
+{
+	if (getuid() != 0)
+		return "the service runs as root, and the test mounts in a private namespace";
+	if (!file_exists("/sys/kernel/mm/transparent_hugepage/shmem_enabled"))
+		return "the kernel has no huge tmpfs (transparent huge pages)";
+	if (read_file("/sys/kernel/mm/transparent_hugepage/enabled").find("[never]") != std::string::npos)
+		return "transparent huge pages are set to never";
+	if (!private_run())
+		return "no private mount namespace";
+	return nullptr;
+}
+
+namespace {
+
+std::string preload() { return build_path("lib/libhugetext-preload.so"); }
+std::string tool() { return build_path("tools/hugetext"); }
+
+// A copy of the non-PIE fixture (38 MiB of code at a 2 MiB-aligned address),
+// root's and mode 0755, in the build dir: a file of our own, whose page
+// cache no other test drops or warms meanwhile.
+std::string program_copy(const std::string &name)
+{
+	std::string path = temp_path(name, build_path("tests"));
+	std::string bytes = read_file(build_path("tests/bigtext-nopie"));
+	unlink(path.c_str());
+	int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL, 0755);
+	REQUIRE(fd >= 0);
+	REQUIRE(write(fd, bytes.data(), bytes.size()) == (ssize_t)bytes.size());
+	REQUIRE(fchmod(fd, 0755) == 0);
+	close(fd);
+	small_page_cache(path);
+	return path;
+}
+
+// The same program under another cache key: a copy with its build ID changed.
+std::string other_program(const std::string &name, char flip)
+{
+	std::string path = program_copy(name);
+	std::string bytes = read_file(path);
+	// The note's header: name size 4, descriptor size 20, NT_GNU_BUILD_ID, "GNU".
+	static const char head[] = "\x04\0\0\0\x14\0\0\0\x03\0\0\0GNU";
+	size_t at = bytes.find(std::string(head, sizeof(head)));
+	REQUIRE(at != std::string::npos);
+	bytes[at + sizeof(head)] ^= flip;
+	int fd = open(path.c_str(), O_WRONLY);
+	REQUIRE(fd >= 0);
+	REQUIRE(pwrite(fd, bytes.data(), bytes.size(), 0) == (ssize_t)bytes.size());
+	close(fd);
+	small_page_cache(path);
+	return path;
+}
+
+// The cache's tmpfs for one test case (the service mounts one when none is there).
+struct text_cache {
+	bool ok;
+	explicit text_cache(const std::string &size = "256m")
+	{
+		std::string opts = "size=" + size + ",mode=1777,huge=within_size";
+		ok = mount("test-text", text_dir.c_str(), "tmpfs", MS_NOSUID | MS_NODEV, opts.c_str()) == 0;
+	}
+	~text_cache()
+	{
+		while (umount2(text_dir.c_str(), MNT_DETACH) == 0) {
+		}
+	}
+};
+
+// `hugetext serve`, started as its unit starts it; stopped at the end.
+struct service {
+	pid_t pid = -1;
+	std::string state = temp_path("service-state.json");
+	std::string log = temp_path("service-log.txt");
+	explicit service(const std::vector<std::string> &more = {})
+	{
+		std::vector<std::string> args = { tool(), "serve", "--state", state, "--config", temp_path("service-none.conf") };
+		args.insert(args.end(), more.begin(), more.end());
+		std::vector<char *> argv;
+		for (auto &a : args)
+			argv.push_back(const_cast<char *>(a.c_str()));
+		argv.push_back(nullptr);
+		posix_spawn_file_actions_t fa;
+		posix_spawn_file_actions_init(&fa);
+		posix_spawn_file_actions_addopen(&fa, 1, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		posix_spawn_file_actions_adddup2(&fa, 1, 2);
+		unlink(state.c_str());
+		if (posix_spawn(&pid, argv[0], &fa, nullptr, argv.data(), environ) != 0)
+			pid = -1;
+		posix_spawn_file_actions_destroy(&fa);
+		for (int i = 0; i < 500 && pid > 0 && !file_exists(state); i++)
+			usleep(10000);
+	}
+	bool alive() const { return pid > 0 && kill(pid, 0) == 0; }
+	std::string text() const { return read_file(state); }
+	// A number of the state file ("filled_total" ...), -1 when absent.
+	long num(const std::string &key) const
+	{
+		std::string s = text(), k = "\"" + key + "\":";
+		size_t at = s.find(k);
+		return at == std::string::npos ? -1 : std::stol(s.substr(at + k.size()));
+	}
+	// Waits (up to @seconds) until num(@key) reaches @want.
+	bool wait_for(const std::string &key, long want, double seconds = 20) const
+	{
+		for (int i = 0; i < seconds * 20; i++) {
+			if (num(key) >= want)
+				return true;
+			usleep(50000);
+		}
+		return false;
+	}
+	~service()
+	{
+		if (pid > 0) {
+			kill(pid, SIGTERM);
+			waitpid(pid, nullptr, 0);
+		}
+		unlink(sock.c_str());
+	}
+};
+
+std::vector<std::string> env(const std::string &report, const std::vector<std::string> &more = {})
+{
+	// The preload's defaults (the suite's main() asks for a copy at start otherwise).
+	std::vector<std::string> e = { "LD_PRELOAD=" + preload(), "HUGETEXT_REPORT=" + report,
+				       "HUGETEXT_MODE=thp", "HUGETEXT_COPY=auto" };
+	e.insert(e.end(), more.begin(), more.end());
+	return e;
+}
+
+// Runs @prog once under the preload; its output must be the plain one.
+report_line run_once(const std::string &prog, const std::vector<std::string> &more = {})
+{
+	std::string report = temp_path("service-report.json");
+	unlink(report.c_str());
+	run_result r = run_cmd({ prog }, env(report, more));
+	run_result plain = run_cmd({ prog });
+	INFO(r.err);
+	CHECK(r.status == 0);
+	CHECK(r.out == plain.out);
+	for (auto &l : read_report(report))
+		if (l["object"] == prog && l["bytes"] != "0") {
+			unlink(report.c_str());
+			return l;
+		}
+	FAIL("no report line for the program's code");
+	return {};
+}
+
+// Sends @len bytes and the descriptors @fds to the service, as a client would.
+int send_raw(const void *buf, size_t len, const std::vector<int> &fds)
+{
+	struct sockaddr_un a = {};
+	a.sun_family = AF_UNIX;
+	std::strcpy(a.sun_path, sock.c_str());
+	int s = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	if (s < 0 || connect(s, (struct sockaddr *)&a, sizeof(a)) < 0) {
+		if (s >= 0)
+			close(s);
+		return -1;
+	}
+	char ctl[CMSG_SPACE(8 * sizeof(int))] = {};
+	struct iovec iov = { const_cast<void *>(buf), len };
+	struct msghdr m = {};
+	m.msg_iov = &iov;
+	m.msg_iovlen = 1;
+	if (!fds.empty()) {
+		m.msg_control = ctl;
+		m.msg_controllen = CMSG_SPACE(fds.size() * sizeof(int));
+		struct cmsghdr *c = CMSG_FIRSTHDR(&m);
+		c->cmsg_level = SOL_SOCKET;
+		c->cmsg_type = SCM_RIGHTS;
+		c->cmsg_len = CMSG_LEN(fds.size() * sizeof(int));
+		std::memcpy(CMSG_DATA(c), fds.data(), fds.size() * sizeof(int));
+	}
+	ssize_t n = sendmsg(s, &m, MSG_NOSIGNAL);
+	close(s);
+	return n == (ssize_t)len ? 0 : -1;
+}
+
+ht_offer offer_of(uint64_t off, uint64_t len, uint64_t mapped)
+{
+	ht_offer m = {};
+	std::memcpy(m.magic, HT_OFFER_MAGIC, sizeof(m.magic));
+	m.file_off = off;
+	m.len = len;
+	m.mapped = mapped;
+	return m;
+}
+
+// The fixture's code span as the library offers it (checked in the first case).
+const uint64_t span_off = 0x200000, span_len = 0x2600000;
+
+size_t open_fds(pid_t pid)
+{
+	size_t n = 0;
+	for (int i = 0; i < 1024; i++)
+		n += file_exists("/proc/" + std::to_string(pid) + "/fd/" + std::to_string(i));
+	return n;
+}
+
+} // namespace
+
+TEST_CASE("pure parts: offers, maps, eviction order, the cache's default size", "[service]")
+{
+	struct stat st = {};
+	st.st_mode = S_IFREG | 0755;
+	CHECK(ht_offer_refusal(&st) == nullptr);
+	st.st_uid = 1000;
+	CHECK(std::string(ht_offer_refusal(&st)).find("root") != std::string::npos);
+	st.st_uid = 0;
+	st.st_mode = S_IFREG | 0775;
+	CHECK(ht_offer_refusal(&st) != nullptr);
+	st.st_mode = S_IFDIR | 0755;
+	CHECK(ht_offer_refusal(&st) != nullptr);
+
+	ht_offer m = offer_of(0x200000, 0x400000, 0x3ff000);
+	CHECK(ht_offer_check(&m, 0x800000) == nullptr);
+	CHECK(ht_offer_check(&m, 0x400000) != nullptr); // past the file's end
+	m = offer_of(0x200001, 0x400000, 0x3ff000);
+	CHECK(ht_offer_check(&m, 0x800000) != nullptr);
+	m = offer_of(0x200000, 0x300000, 0x2ff000);
+	CHECK(ht_offer_check(&m, 0x800000) != nullptr);
+	m = offer_of(0x200000, 0x400000, 0x100000); // 3 MiB of zeros: not a code span
+	CHECK(ht_offer_check(&m, 0x800000) != nullptr);
+	m = offer_of(0x200000, 0x400000, 0x400000);
+	m.magic[0] = 'X';
+	CHECK(ht_offer_check(&m, 0x800000) != nullptr);
+
+	std::string maps = "00400000-00401000 r--p 00000000 08:01 1234 /x\n"
+			   "00600000-02c00000 r-xp 00200000 08:01 5678 /y\n";
+	CHECK(hte_maps_runs_file(maps.data(), maps.size(), makedev(8, 1), 5678));
+	CHECK_FALSE(hte_maps_runs_file(maps.data(), maps.size(), makedev(8, 1), 1234)); // not executable
+	CHECK_FALSE(hte_maps_runs_file(maps.data(), maps.size(), makedev(8, 2), 5678));
+
+	// Never mapped since filled first (oldest fill first), then least recently mapped.
+	hte_entry_age e[] = { { 500, 100, 1 }, { 50, 60, 1 }, { 300, 100, 1 }, { 40, 40, 1 } };
+	size_t idx[4];
+	hte_eviction_order(e, 4, idx);
+	CHECK(idx[0] == 3);
+	CHECK(idx[1] == 1);
+	CHECK(idx[2] == 2);
+	CHECK(idx[3] == 0);
+
+	CHECK(hte_auto_cache_size(24ULL << 30) == (24ULL << 30) / 16);
+	CHECK(hte_auto_cache_size(1ULL << 30) == 256ULL << 20);
+	CHECK(hte_auto_cache_size(1ULL << 40) == 4ULL << 30);
+}
+
+TEST_CASE("the first start offers its code and copies nothing; the next maps root's entry", "[service]")
+{
+	text_cache cache;
+	REQUIRE(cache.ok);
+	std::string prog = program_copy("service-prog");
+	service svc({ "--no-warm" });
+	REQUIRE(svc.alive());
+
+	report_line first = run_once(prog, { "HUGETEXT_PAGE_CACHE=0" });
+	CHECK(first["cache"] == "offered");
+	CHECK(first["status"] == "skipped"); // the default's wait: no copy at this start
+	CHECK(first.count("private_huge_bytes") == 0);
+	CHECK(std::stoull(first["start"]) % (2 << 20) == 0);
+	CHECK(std::stoull(first["bytes"]) == span_len);
+	REQUIRE(svc.wait_for("filled_total", 1));
+	INFO(svc.text());
+	std::string entry = cache_entry(shared_dir);
+	REQUIRE(!entry.empty());
+	struct stat st;
+	REQUIRE(stat(entry.c_str(), &st) == 0);
+	CHECK(st.st_uid == 0);
+	CHECK((st.st_mode & 0777) == 0444);
+
+	report_line second = run_once(prog, { "HUGETEXT_PAGE_CACHE=0" });
+	CHECK(second["status"] == "ok");
+	CHECK(second["cache"] == "hit");
+	CHECK(second["huge_bytes"] == second["bytes"]);
+	CHECK(second.count("private_huge_bytes") == 0);
+	CHECK(svc.num("offers") == 1); // a hit offers nothing
+
+	SECTION("another user's start maps the same entry")
+	{
+		world_dir w;
+		REQUIRE(!w.path.empty());
+		std::string mine = w.put(prog);
+		std::string lib = w.put(preload());
+		REQUIRE(!mine.empty());
+		REQUIRE(!lib.empty());
+		std::string report = w.path + "/report.json";
+		// Made first, writable by nobody: setpriv (root) would make it root's.
+		int rfd = open(report.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0666);
+		REQUIRE(rfd >= 0);
+		REQUIRE(fchmod(rfd, 0666) == 0);
+		close(rfd);
+		run_result r = run_cmd({ "setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", mine },
+				       { "LD_PRELOAD=" + lib, "HUGETEXT_REPORT=" + report, "HUGETEXT_MODE=thp",
+					 "HUGETEXT_PAGE_CACHE=0", "HUGETEXT_COPY=auto" });
+		INFO(r.err);
+		INFO(read_file(report));
+		CHECK(r.status == 0);
+		bool hit = false;
+		for (auto &l : read_report(report))
+			hit |= l["object"] == mine && l["cache"] == "hit" && l["huge_bytes"] == l["bytes"] &&
+			       l["bytes"] != "0";
+		CHECK(hit);
+	}
+}
+
+TEST_CASE("the service warms the page cache where the file system keeps 2 MiB pages", "[service]")
+{
+	std::string prog = program_copy("service-warm");
+	// Only where `hugetext warm` itself can: a copy of our own, warmed and dropped again.
+	run_result probe = run_cmd({ tool(), "warm", prog });
+	small_page_cache(prog);
+	if (probe.status != 0) {
+		WARN("skipped: " + probe.out + probe.err);
+		return;
+	}
+	service svc;
+	REQUIRE(svc.alive());
+	report_line first = run_once(prog, { "HUGETEXT_COPY=never", "HUGETEXT_PAGE_CACHE=1" });
+	CHECK(first["cache"] == "offered");
+	CHECK(first.count("private_huge_bytes") == 0);
+	// Warmed once the program is gone (its pages could not be dropped before).
+	REQUIRE(svc.wait_for("warmed_total", 1, 30));
+	INFO(svc.text());
+	CHECK(svc.num("filled_total") == 0);
+	report_line second = run_once(prog, { "HUGETEXT_COPY=never", "HUGETEXT_PAGE_CACHE=1" });
+	CHECK(second["kept_bytes"] == second["bytes"]);
+	CHECK(second["huge_bytes"] == second["bytes"]);
+	CHECK(second.count("private_huge_bytes") == 0);
+}
+
+TEST_CASE("hostile clients are refused and the service goes on serving", "[service]")
+{
+	text_cache cache;
+	REQUIRE(cache.ok);
+	std::string prog = program_copy("service-hostile");
+	service svc({ "--no-warm" });
+	REQUIRE(svc.alive());
+	size_t fds_before = open_fds(svc.pid);
+	long refused = 0;
+	auto refused_more = [&](const std::string &why) {
+		INFO(why);
+		INFO(svc.text());
+		CHECK(svc.wait_for("refused_total", refused + 1, 5));
+		CHECK(svc.text().find(why) != std::string::npos);
+		refused = svc.num("refused_total");
+	};
+	ht_offer good = offer_of(span_off, span_len, span_len);
+
+	int p[2];
+	REQUIRE(pipe(p) == 0);
+	REQUIRE(send_raw(&good, sizeof(good), { p[0] }) == 0);
+	refused_more("not a regular file");
+	close(p[0]);
+	close(p[1]);
+
+	int dir = open("/", O_RDONLY | O_DIRECTORY);
+	REQUIRE(send_raw(&good, sizeof(good), { dir }) == 0);
+	refused_more("not a regular file");
+	close(dir);
+
+	std::string theirs = temp_path("service-theirs", build_path("tests"));
+	int fd = open(theirs.c_str(), O_RDWR | O_CREAT | O_TRUNC, 0644);
+	REQUIRE(fd >= 0);
+	REQUIRE(fchown(fd, 65534, 65534) == 0);
+	REQUIRE(send_raw(&good, sizeof(good), { fd }) == 0);
+	refused_more("does not belong to root");
+	REQUIRE(fchown(fd, 0, 0) == 0);
+	REQUIRE(fchmod(fd, 0666) == 0);
+	REQUIRE(send_raw(&good, sizeof(good), { fd }) == 0);
+	refused_more("group- or world-writable");
+	close(fd);
+
+	// The real program, but we do not run it.
+	int pfd = open(prog.c_str(), O_RDONLY);
+	REQUIRE(pfd >= 0);
+	REQUIRE(send_raw(&good, sizeof(good), { pfd }) == 0);
+	refused_more("the sender does not run this file");
+
+	// Numbers that do not describe a code span of this file.
+	void *run = mmap(nullptr, 4096, PROT_READ | PROT_EXEC, MAP_PRIVATE, pfd, 0);
+	REQUIRE(run != MAP_FAILED);
+	ht_offer bad = offer_of(span_off, 3 << 20, (3 << 20) - 4096);
+	REQUIRE(send_raw(&bad, sizeof(bad), { pfd }) == 0);
+	refused_more("span length not whole 2 MiB pages");
+	bad = offer_of(1ULL << 40, span_len, span_len);
+	REQUIRE(send_raw(&bad, sizeof(bad), { pfd }) == 0);
+	refused_more("span lies outside the file");
+	bad = offer_of(0, 2 << 20, 4096); // the ELF header's page: no code in it
+	REQUIRE(send_raw(&bad, sizeof(bad), { pfd }) == 0);
+	refused_more("not in the file's code");
+
+	// Malformed messages: no descriptor, two, a short message.
+	REQUIRE(send_raw(&good, sizeof(good), {}) == 0);
+	refused_more("malformed message");
+	REQUIRE(send_raw(&good, sizeof(good), { pfd, pfd }) == 0);
+	refused_more("malformed message");
+	REQUIRE(send_raw(&good, 7, { pfd }) == 0);
+	refused_more("malformed message");
+
+	// A client that connects and says nothing holds the service a moment only.
+	struct sockaddr_un a = {};
+	a.sun_family = AF_UNIX;
+	std::strcpy(a.sun_path, sock.c_str());
+	int quiet = socket(AF_UNIX, SOCK_SEQPACKET, 0);
+	REQUIRE(connect(quiet, (struct sockaddr *)&a, sizeof(a)) == 0);
+
+	// Still serving: a well-formed offer of a file we run is filled.
+	REQUIRE(send_raw(&good, sizeof(good), { pfd }) == 0);
+	CHECK(svc.wait_for("filled_total", 1, 20));
+	close(quiet);
+	munmap(run, 4096);
+	close(pfd);
+	CHECK(svc.alive());
+	// Every descriptor it was sent is closed again.
+	CHECK(open_fds(svc.pid) == fds_before);
+	CHECK(cache_entry(shared_dir) != "");
+}
+
+TEST_CASE("an entry its file no longer matches is not mapped, and the service replaces it", "[service]")
+{
+	text_cache cache;
+	REQUIRE(cache.ok);
+	std::string prog = program_copy("service-changed");
+	service svc({ "--no-warm" });
+	REQUIRE(svc.alive());
+	CHECK(run_once(prog, { "HUGETEXT_PAGE_CACHE=0" })["cache"] == "offered");
+	REQUIRE(svc.wait_for("filled_total", 1));
+	// The same build ID, other bytes: the padding between the functions (runs
+	// of int3 on x86-64, of zeros on arm64) rewritten in place.
+	std::string bytes = read_file(prog);
+	const char pad = bytes[span_off + span_len - 1], other = pad ? 0 : (char)0xcc;
+	size_t changed = 0;
+	for (size_t at = span_off; at < span_off + span_len;) {
+		size_t run = 0;
+		while (at + run < span_off + span_len && bytes[at + run] == pad)
+			run++;
+		if (run >= 64) {
+			std::memset(&bytes[at + 16], other, run - 32);
+			changed += run - 32;
+		}
+		at += run ? run : 1;
+	}
+	REQUIRE(changed > span_len / 2);
+	int fd = open(prog.c_str(), O_WRONLY);
+	REQUIRE(fd >= 0);
+	REQUIRE(pwrite(fd, bytes.data(), bytes.size(), 0) == (ssize_t)bytes.size());
+	close(fd);
+	// The program runs as before; the report says why the entry was not used.
+	report_line l = run_once(prog, { "HUGETEXT_PAGE_CACHE=0" });
+	CHECK(l["cache"] == "offered");
+	CHECK(l["cache_error"].find("differs from the code") != std::string::npos);
+	CHECK(l.count("private_huge_bytes") == 0);
+	// The service compares the whole entry with the file, and fills it again.
+	INFO(svc.text());
+	REQUIRE(svc.wait_for("filled_total", 2));
+	CHECK(svc.text().find("stale") != std::string::npos);
+	l = run_once(prog, { "HUGETEXT_PAGE_CACHE=0" });
+	CHECK(l["cache"] == "hit");
+	CHECK(l["huge_bytes"] == l["bytes"]);
+}
+
+TEST_CASE("a full cache evicts what no process mapped; what cannot fit is refused", "[service]")
+{
+	// Room for one fixture's span (38 MiB), not two.
+	text_cache cache("60m");
+	REQUIRE(cache.ok);
+	std::string one = program_copy("service-full-1");
+	service svc({ "--no-warm" });
+	REQUIRE(svc.alive());
+	CHECK(run_once(one, { "HUGETEXT_PAGE_CACHE=0" })["cache"] == "offered");
+	REQUIRE(svc.wait_for("filled_total", 1));
+	std::string first = cache_entry(shared_dir);
+	REQUIRE(!first.empty());
+	// Another program (another build ID): the first entry goes.
+	std::string two = other_program("service-full-2", 0x55);
+	CHECK(run_once(two, { "HUGETEXT_PAGE_CACHE=0" })["cache"] == "offered");
+	INFO(svc.text());
+	REQUIRE(svc.wait_for("filled_total", 2));
+	CHECK(svc.num("evicted_total") == 1);
+	CHECK(!file_exists(first));
+
+	// A span larger than the whole cache is refused, and nothing is evicted for it.
+	text_cache tiny("20m");
+	REQUIRE(tiny.ok);
+	long refused = svc.num("refused_total");
+	CHECK(run_once(other_program("service-full-3", 0x77), { "HUGETEXT_PAGE_CACHE=0" })["cache"] == "offered");
+	CHECK(svc.wait_for("refused_total", refused + 1));
+	CHECK(svc.text().find("the shared cache is full") != std::string::npos);
+	CHECK(svc.num("evicted_total") == 1);
+}
+
+TEST_CASE("no service, a dead one, or the setting off: nothing offered, the program as before",
+	  "[service]")
+{
+	text_cache cache;
+	REQUIRE(cache.ok);
+	std::string prog = program_copy("service-absent");
+	unlink(sock.c_str());
+	// Absent: the library fills this user's own entry, as before the service.
+	report_line l = run_once(prog, { "HUGETEXT_PAGE_CACHE=0" });
+	CHECK(l["cache"] == "miss");
+	CHECK(l["status"] == "ok");
+
+	// Dead: a socket file nobody listens on.
+	int s = socket(AF_UNIX, SOCK_SEQPACKET, 0);
+	struct sockaddr_un a = {};
+	a.sun_family = AF_UNIX;
+	std::strcpy(a.sun_path, sock.c_str());
+	REQUIRE(bind(s, (struct sockaddr *)&a, sizeof(a)) == 0);
+	close(s);
+	std::string other = other_program("service-dead", 0x33);
+	l = run_once(other, { "HUGETEXT_PAGE_CACHE=0" });
+	CHECK(l["cache"] == "miss");
+	unlink(sock.c_str());
+
+	// Off: HUGETEXT_SERVICE=0 never offers; `service = 0` stops the service itself.
+	service svc({ "--no-warm" });
+	REQUIRE(svc.alive());
+	text_cache fresh;
+	REQUIRE(fresh.ok);
+	l = run_once(prog, { "HUGETEXT_PAGE_CACHE=0", "HUGETEXT_SERVICE=0" });
+	CHECK(l["cache"] == "miss");
+	CHECK(svc.num("offers") == 0);
+
+	std::string conf = temp_path("service-off.conf");
+	FILE *f = std::fopen(conf.c_str(), "w");
+	REQUIRE(f);
+	std::fputs("service = 0\n", f);
+	std::fclose(f);
+	run_result off = run_cmd({ tool(), "serve", "--config", conf, "--socket", "/run/hugetext/off.sock" });
+	CHECK(off.status == 0);
+	CHECK(off.out.find("off") != std::string::npos);
+	CHECK(!file_exists("/run/hugetext/off.sock"));
+}
