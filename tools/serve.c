@@ -45,9 +45,9 @@
 #include "serve.h"
 #include "service.h"
 #include "setup.h"
+#include "status.h"
 #include "sys.h"
 
-#define HTE_SERVE_STATE "/run/hugetext/service.json"
 #define MAX_PENDING 64     /* files waiting to be warmed again */
 #define MAX_PER_UID 8      /* of them, from one user */
 #define MAX_DONE 1024      /* offers remembered, so a repeat costs nothing */

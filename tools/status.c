@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -20,6 +21,7 @@
 #include <unistd.h>
 
 #include "hugetext.h"
+#include "service.h"
 #include "sys.h"
 
 static const char status_usage[] =
@@ -192,6 +194,31 @@ static void read_thp(const char *file, char *out, size_t len)
 	free(buf);
 }
 
+/* The text service's entries: shared/ under the cache's mount @fd. */
+static void count_shared(int fd, struct hte_text_cache *c)
+{
+	int sfd = openat(fd, HT_SERVICE_SHARED, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	DIR *d = sfd >= 0 ? fdopendir(sfd) : NULL;
+	struct dirent *e;
+
+	if (!d) {
+		if (sfd >= 0)
+			close(sfd);
+		return;
+	}
+	while ((e = readdir(d))) {
+		struct stat st;
+		size_t len = strlen(e->d_name);
+
+		if (len > 5 && strcmp(e->d_name + len - 5, ".text") == 0 && !strstr(e->d_name, ".tmp.") &&
+		    fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode)) {
+			c->shared_entries++;
+			c->shared_bytes += (uint64_t)st.st_size;
+		}
+	}
+	closedir(d);
+}
+
 /* Counts the entries of each hugetext-UID directory under the open @fd. */
 static void count_entries(int fd, struct hte_text_cache *c)
 {
@@ -208,6 +235,10 @@ static void count_entries(int fd, struct hte_text_cache *c)
 		DIR *u;
 		struct dirent *e;
 
+		if (strcmp(de->d_name, HT_SERVICE_SHARED) == 0) {
+			count_shared(dirfd(d), c);
+			continue;
+		}
 		if (strncmp(de->d_name, "hugetext-", 9) != 0 ||
 		    fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISDIR(st.st_mode))
 			continue;
@@ -255,6 +286,27 @@ static void read_text_cache(struct hte_status *st)
 	count_entries(fd, c);
 }
 
+/* The text service's state file; a file that is no JSON object is not shown. */
+static void read_service(struct hte_service *s)
+{
+	FILE *f = fopen(HTE_SERVE_STATE, "re");
+	size_t n;
+	long pid;
+
+	if (!f)
+		return;
+	n = fread(s->raw, 1, sizeof(s->raw) - 1, f);
+	fclose(f);
+	s->raw[n] = '\0';
+	while (n && (s->raw[n - 1] == '\n' || s->raw[n - 1] == ' '))
+		s->raw[--n] = '\0';
+	if (n == 0 || s->raw[0] != '{' || s->raw[n - 1] != '}' || n == sizeof(s->raw) - 1)
+		return;
+	s->present = 1;
+	pid = hte_json_number(s->raw, "pid");
+	s->running = pid > 0 && kill((pid_t)pid, 0) == 0;
+}
+
 static int gather(struct hte_status *st)
 {
 	const char *share = getenv("HUGETEXT_SHARE_DIR");
@@ -269,6 +321,7 @@ static int gather(struct hte_status *st)
 	if (read_mounts(st) == -ENOMEM)
 		return -ENOMEM;
 	read_text_cache(st);
+	read_service(&st->service);
 	return read_procs(st);
 }
 

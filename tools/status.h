@@ -63,7 +63,26 @@ struct hte_text_cache {
 	uint64_t size, used;    /* bytes: the mount's limit, and in use */
 	uint64_t entries, entry_bytes;
 	unsigned users;         /* hugetext-UID directories */
+	uint64_t shared_entries, shared_bytes; /* the text service's, in shared/ */
 };
+
+/* Where the text service (tools/serve.c) says what it did. */
+#define HTE_SERVE_STATE "/run/hugetext/service.json"
+
+/* The text service's state file, read as it is. */
+struct hte_service {
+	int present;   /* the state file exists */
+	int running;   /* its pid is alive */
+	char raw[16384];
+};
+
+/* A number after "KEY": in @json; -1 when absent.  Pure. */
+long hte_json_number(const char *json, const char *key);
+/*
+ * The @i-th string of the list "KEY":[...] in @json, unescaped into @out.
+ * Returns: 0, or -1 when there is no such item.  Pure.
+ */
+int hte_json_list_item(const char *json, const char *key, unsigned i, char *out, size_t len);
 
 struct hte_status {
 	uint64_t min_code;
@@ -78,6 +97,7 @@ struct hte_status {
 	char share_dir[512];   /* $HUGETEXT_SHARE_DIR, or "" */
 	char thp_enabled[32], thp_defrag[32], thp_shmem[32]; /* "" when unreadable */
 	struct hte_text_cache text_cache;
+	struct hte_service service;
 };
 
 /*

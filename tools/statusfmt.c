@@ -14,6 +14,7 @@
 
 #include "hugetext.h"
 #include "maps.h"
+#include "service.h"
 
 static const char *const how_names[HTE_HOW_N] = { "thp", "hugetlb", "page_cache", "shared_cache", "tmpfs" };
 
@@ -24,12 +25,14 @@ const char *hte_how_name(enum hte_how how)
 
 /* --- smaps --- */
 
-/* True when @name (not NUL-terminated) is "hugetext-" and a number. */
+/* True when @name (not NUL-terminated) is "hugetext-" and a number, or the service's "shared". */
 static int is_user_dir(const char *name, size_t n)
 {
 	static const char prefix[] = "hugetext-";
 	size_t p = sizeof(prefix) - 1;
 
+	if (n == sizeof(HT_SERVICE_SHARED) - 1 && memcmp(name, HT_SERVICE_SHARED, n) == 0)
+		return 1;
 	if (n <= p || memcmp(name, prefix, p) != 0)
 		return 0;
 	for (; p < n; p++)
@@ -108,6 +111,55 @@ void hte_status_smaps(const char *buf, size_t len, const struct hte_status *st, 
 		p->huge[HTE_HOW_HUGETLB] += hugetlb;
 		p->huge[HTE_HOW_PAGE_CACHE] += s.file_pmd;
 		p->huge[HTE_HOW_TMPFS] += s.shmem_pmd;
+	}
+}
+
+/* --- the text service's state file (tools/serve.c writes it) --- */
+
+long hte_json_number(const char *json, const char *key)
+{
+	char k[64];
+	const char *p;
+
+	snprintf(k, sizeof(k), "\"%s\":", key);
+	p = strstr(json, k);
+	return p ? strtol(p + strlen(k), NULL, 10) : -1;
+}
+
+int hte_json_list_item(const char *json, const char *key, unsigned i, char *out, size_t len)
+{
+	char k[64];
+	const char *p;
+	size_t n = 0;
+
+	snprintf(k, sizeof(k), "\"%s\":[", key);
+	p = strstr(json, k);
+	if (!p || !len)
+		return -1;
+	p += strlen(k);
+	for (;;) {
+		if (*p != '"')
+			return -1;
+		p++;
+		n = 0;
+		/* One string, its escapes undone; a short @out keeps its start. */
+		while (*p && *p != '"') {
+			char c = *p++;
+
+			if (c == '\\' && *p)
+				c = *p++ == 'n' ? ' ' : p[-1];
+			if (n + 1 < len)
+				out[n++] = c;
+		}
+		if (*p != '"')
+			return -1;
+		p++;
+		out[n] = '\0';
+		if (i-- == 0)
+			return 0;
+		if (*p != ',')
+			return -1;
+		p++;
 	}
 }
 
@@ -393,6 +445,28 @@ static void text_unread(FILE *f, const struct hte_status *st)
 	fputs(st->nunread > 10 ? " ...\n" : "\n", f);
 }
 
+/* The text service's state file: its counts and its latest lines of each kind. */
+static void text_service(FILE *f, const struct hte_service *s)
+{
+	static const char *const lists[] = { "warmed", "filled", "evicted", "refused" };
+
+	if (!s->present) {
+		fputs("Text service: not running (no state file; `hugetext serve` or hugetext-serve.socket)\n", f);
+		return;
+	}
+	fprintf(f, "Text service: pid %ld%s, %ld offers, %ld warmed, %ld filled, %ld evicted, %ld refused "
+		"(%s)\n", hte_json_number(s->raw, "pid"), s->running ? "" : " (not running)",
+		hte_json_number(s->raw, "offers"), hte_json_number(s->raw, "warmed_total"),
+		hte_json_number(s->raw, "filled_total"), hte_json_number(s->raw, "evicted_total"),
+		hte_json_number(s->raw, "refused_total"), HTE_SERVE_STATE);
+	for (size_t i = 0; i < sizeof(lists) / sizeof(lists[0]); i++) {
+		char line[512];
+
+		for (unsigned k = 0; hte_json_list_item(s->raw, lists[i], k, line, sizeof(line)) == 0; k++)
+			fprintf(f, "  %s: %s\n", lists[i], line);
+	}
+}
+
 static void text_machine(FILE *f, const struct hte_status *st)
 {
 	fputs("Huge page pools:\n", f);
@@ -416,13 +490,16 @@ static void text_machine(FILE *f, const struct hte_status *st)
 	}
 	if (st->text_cache.mounted) {
 		const struct hte_text_cache *c = &st->text_cache;
-		char a[32], b[32], e[32];
+		char a[32], b[32], e[32], s[32];
 
-		fprintf(f, "Shared text cache: %s  %s used of %s, %" PRIu64 " entr%s (%s), %u user%s\n",
+		fprintf(f, "Shared text cache: %s  %s used of %s, %" PRIu64 " entr%s (%s), %u user%s; "
+			"the text service's: %" PRIu64 " entr%s (%s), for every user\n",
 			HT_TEXT_CACHE_DIR, hte_human(c->used, a, sizeof(a)), hte_human(c->size, b, sizeof(b)),
 			c->entries, c->entries == 1 ? "y" : "ies", hte_human(c->entry_bytes, e, sizeof(e)),
-			c->users, c->users == 1 ? "" : "s");
+			c->users, c->users == 1 ? "" : "s", c->shared_entries,
+			c->shared_entries == 1 ? "y" : "ies", hte_human(c->shared_bytes, s, sizeof(s)));
 	}
+	text_service(f, &st->service);
 	fprintf(f, "Transparent huge pages: enabled [%s], defrag [%s], shmem_enabled [%s]\n",
 		st->thp_enabled[0] ? st->thp_enabled : "?", st->thp_defrag[0] ? st->thp_defrag : "?",
 		st->thp_shmem[0] ? st->thp_shmem : "?");
@@ -482,9 +559,14 @@ void hte_status_json(FILE *f, const struct hte_status *st)
 		fputs(",\n  \"text_cache\": {\"path\": ", f);
 		hte_json_str(f, HT_TEXT_CACHE_DIR);
 		fprintf(f, ", \"size\": %" PRIu64 ", \"used\": %" PRIu64 ", \"entries\": %" PRIu64
-			", \"entry_bytes\": %" PRIu64 ", \"users\": %u}", c->size, c->used, c->entries,
-			c->entry_bytes, c->users);
+			", \"entry_bytes\": %" PRIu64 ", \"users\": %u, \"service_entries\": %" PRIu64
+			", \"service_bytes\": %" PRIu64 "}", c->size, c->used, c->entries,
+			c->entry_bytes, c->users, c->shared_entries, c->shared_bytes);
 	}
+	/* The service's own state file, as it wrote it (a JSON object), and whether it runs. */
+	if (st->service.present)
+		fprintf(f, ",\n  \"service\": {\"running\": %s, \"state\": %s}",
+			st->service.running ? "true" : "false", st->service.raw);
 	fputs("\n}\n", f);
 }
 
