@@ -181,9 +181,13 @@ if os.path.exists(sys.argv[2]):
     elif first[0].startswith("skipped"): s += 1
     else: f += 1
 if os.path.exists(sys.argv[3]):
+    broken = 0
     for line in open(sys.argv[3]):
         if line.startswith("ok "): p += 1
         elif line.startswith("failed "): f += 1
+        elif line.strip(): broken = 1
+    # Anything else is the check itself breaking: one failure more.
+    f += broken
 print(p, f, s)
 PY
 }
