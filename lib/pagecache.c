@@ -39,8 +39,23 @@ static int all_huge_by_smaps(uintptr_t start, size_t n, unsigned char *huge)
 }
 
 /*
- * Reads one byte of each whole 2 MiB page of code, so the kernel maps now
- * whatever it can map huge, and asks which it did.  Returns the plan of
+ * Whether the file's page at @addr is in the page cache.  A touch of one
+ * that is not reads it from the disk on the start-up path, for code the
+ * program may never run: a cold libLLVM's 48 touches took 20-140 ms here
+ * (loaded machine), and what is read cannot be huge and kept anyway
+ * unless the readahead happens to make a 2 MiB folio.
+ */
+static int cached(uintptr_t addr)
+{
+	unsigned char vec = 0;
+
+	return ht_sys_resident((void *)addr, HT_PAGE, &vec) == 0 && (vec & 1);
+}
+
+/*
+ * Reads one byte of each whole 2 MiB page of code that is in the page
+ * cache, so the kernel maps now whatever it can map huge, and asks which
+ * it did.  Returns the plan of
  * what is left to copy in @rest, and the bytes kept; @rest is empty when
  * nothing is (or when the kernel cannot say: a copy of all, as before).
  */
@@ -55,7 +70,8 @@ size_t ht_keep_kernel_pages(const struct ht_seg_plan *p, struct ht_seg_plan *res
 		n = sizeof(huge);
 	/* A program already running may have made its code unreadable: no touch then. */
 	for (size_t i = 0; i < n && !ht_in_background; i++)
-		(void)*(volatile const char *)(p->span.start + i * HT_HUGE_PAGE_SIZE);
+		if (cached(p->span.start + i * HT_HUGE_PAGE_SIZE))
+			(void)*(volatile const char *)(p->span.start + i * HT_HUGE_PAGE_SIZE);
 	if (n && (ht_sys_scan_huge_chunks(p->span.start, n, huge) == 0 ||
 		  all_huge_by_smaps(p->span.start, n, huge)))
 		ht_copy_range(huge, n, len, HT_HUGE_PAGE_SIZE, &from, &to);

@@ -104,3 +104,8 @@ int ht_policy_worth(const struct ht_options *opt, const struct ht_object *objs, 
 			return 1;
 	return 0;
 }
+
+int ht_policy_repair_now(size_t kept, size_t rest)
+{
+	return kept > 0 && rest <= kept;
+}

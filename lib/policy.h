@@ -75,4 +75,16 @@ enum ht_take ht_policy_take(const struct ht_options *opt, const struct ht_object
  */
 int ht_policy_worth(const struct ht_options *opt, const struct ht_object *objs, size_t n);
 
+/*
+ * With copy = auto, before main(): whether the @rest bytes of a span that
+ * only a private copy can move are copied at once, after @kept bytes of it
+ * were kept on the kernel's 2 MiB page-cache pages.  Only a repair: a
+ * warmed file that lost a few pages (the read-back after the copy makes
+ * the next start copy-free) keeps at least what is left.  A page cache
+ * with a few 2 MiB folios of its own (the kernel's readahead makes them on
+ * ext4 and XFS) is not warmed: clang's first start kept 10 of libclang-cpp's
+ * 52 MiB and copied 42 MiB before main() under the old rule (any kept byte).
+ */
+int ht_policy_repair_now(size_t kept, size_t rest);
+
 #endif

@@ -157,6 +157,11 @@ int ht_sys_drop_cached(int fd, uint64_t off, size_t len)
 	return err > 0 ? -err : err;
 }
 
+int ht_sys_resident(void *addr, size_t len, unsigned char *vec)
+{
+	return ht_sys.mincore(addr, len, vec) == 0 ? 0 : ht_sys_neg_errno();
+}
+
 int64_t ht_sys_read_huge(int fd, uint64_t off, size_t len)
 {
 	const size_t huge_page = 2u << 20;

@@ -208,6 +208,8 @@ int ht_sys_read_file(const char *path, char **buf, size_t *len);
 
 /* posix_fadvise(POSIX_FADV_DONTNEED): drops the clean, unmapped cached pages. */
 int ht_sys_drop_cached(int fd, uint64_t off, size_t len);
+/* mincore(2): bit 0 of @vec[i] tells whether the i-th page from @addr is in memory. */
+int ht_sys_resident(void *addr, size_t len, unsigned char *vec);
 /*
  * Reads [@off, @off + @len) of @fd (both 2 MiB multiples) through a
  * 2 MiB-aligned MADV_HUGEPAGE mapping of our own, one touch per 2 MiB, so

@@ -220,3 +220,14 @@ TEST_CASE("big_libraries from the file, under the environment", "[policy]")
 	CHECK(o.big_libraries == HT_BIG_LIBRARIES_AUTO);
 	CHECK(notes[0] == '\0');
 }
+
+TEST_CASE("before main() auto copies only to repair a warmed file, never a mostly cold one", "[policy]")
+{
+	const size_t mib = 1u << 20;
+
+	CHECK(ht_policy_repair_now(146 * mib, 2 * mib)); // a warmed libLLVM that lost a page
+	CHECK(ht_policy_repair_now(26 * mib, 26 * mib));
+	CHECK_FALSE(ht_policy_repair_now(10 * mib, 42 * mib)); // readahead's few folios
+	CHECK_FALSE(ht_policy_repair_now(0, 2 * mib));      // nothing kept: nothing warmed
+	CHECK_FALSE(ht_policy_repair_now(0, 0));
+}
