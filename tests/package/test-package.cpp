@@ -188,6 +188,8 @@ TEST_CASE("each package holds exactly the files it should")
 		} },
 		{ "hugetext", {
 			"etc/hugetext.conf",
+			"lib/systemd/system/hugetext-serve.service",
+			"lib/systemd/system/hugetext-serve.socket",
 			"lib/systemd/system/hugetext-setup.service",
 			"usr/bin/hugetext",
 			"usr/share/man/man1/hugetext.1.gz",
@@ -267,7 +269,7 @@ TEST_CASE("the packaged command takes the packaged policy file, and each example
 	CHECK(all_on.status == 0);
 }
 
-TEST_CASE("the service is enabled on install but not started")
+TEST_CASE("the set-up is enabled on install but not started; the text service's socket is started")
 {
 	const built &b = packages_built();
 	std::string postinst = query({ "dpkg-deb", "-I", b.deb("hugetext"), "postinst" });
@@ -275,7 +277,10 @@ TEST_CASE("the service is enabled on install but not started")
 	INFO(postinst);
 	CHECK(postinst.find("deb-systemd-helper enable 'hugetext-setup.service'") != std::string::npos);
 	// --no-start: installing reserves no memory and mounts nothing.
-	CHECK(postinst.find("deb-systemd-invoke") == std::string::npos);
+	CHECK(postinst.find("deb-systemd-invoke start 'hugetext-setup.service'") == std::string::npos);
+	// The socket listens at once; the service starts at the first offer.
+	CHECK(postinst.find("deb-systemd-helper enable 'hugetext-serve.socket'") != std::string::npos);
+	CHECK(postinst.find("hugetext-serve.socket") != std::string::npos);
 }
 
 TEST_CASE("removing the library takes its line out of ld.so.preload, and only on remove")
