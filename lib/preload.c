@@ -192,25 +192,23 @@ __attribute__((constructor)) static void ht_preload(void)
  * fail because of our background thread: when the call fails so and the
  * thread exists, wait for the move to end and for the kernel to reap the
  * thread (it counts until shortly after its last wake-up), then call again.
- * The reaping is awaited for up to 2 s of wall time, not a number of
- * tries: glibc's thread exit and the kernel's took longer than 400 tries
- * of 50 us under qemu on a loaded machine (arm64 6.12), and setns() failed.
+ * The wait ends when our thread is gone, whatever the call then says (the
+ * program may have threads of its own); its 10 minutes are a safety net
+ * only.  Under qemu on a loaded machine (arm64 6.12) a bound of 400 tries
+ * of 50 us, and then one of 2 s that counted the wait for the move too,
+ * both let setns() or unshare() fail while our thread was still there.
  */
 static int single_thread_call(long (*call)(long, long), long a, long b)
 {
 	long ret = call(a, b), us = 50;
-	double reaping_since = 0;
+	double t0 = ht_now_ms();
 
-	while (ret < 0 && errno == EINVAL && ht_background_alive()) {
+	while (ret < 0 && errno == EINVAL && ht_background_alive() && ht_now_ms() - t0 < 600000) {
 		ht_background_cancel();
 		ht_background_wait(5000);
 		if (ht_background_alive()) {
 			struct timespec ts = { 0, us * 1000 };
 
-			if (!reaping_since)
-				reaping_since = ht_now_ms();
-			else if (ht_now_ms() - reaping_since > 2000)
-				break;
 			ht_libc()->nanosleep(&ts, NULL);
 			us = us < 10000 ? us * 2 : us;
 		}
