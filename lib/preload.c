@@ -28,6 +28,8 @@
 #include <time.h>
 #include <unistd.h>
 
+extern char **environ;
+
 struct ht_options ht_preload_opt;
 struct ht_policy ht_preload_policy;
 int ht_preload_active;
@@ -106,6 +108,45 @@ static int program_wanted(void)
 	return ok;
 }
 
+/* Whether @s starts with @prefix, without a libc call (each one's first costs a PLT fix-up). */
+static int starts_with(const char *s, const char *prefix)
+{
+	while (*prefix && *s == *prefix)
+		s++, prefix++;
+	return *prefix == '\0';
+}
+
+/*
+ * Whether the environment holds any setting of ours (HUGETEXT_*, iodlr's
+ * IODLR_USE_EXPLICIT_HP).  Most programs' holds none, and one pass over it
+ * costs a tenth of the 28 lookups it spares, which were 6.9k of the 23k
+ * instructions the constructor ran in /bin/true (callgrind).  In a
+ * set-user-ID program secure_getenv() finds nothing either way.
+ */
+static int env_has_settings(void)
+{
+	for (char **e = environ; e && *e; e++)
+		if (starts_with(*e, "HUGETEXT_") || starts_with(*e, "IODLR_"))
+			return 1;
+	return 0;
+}
+
+/* The HUGETEXT_* variables over the policy file; each ignored value gets a note. */
+static void read_environment(void)
+{
+	char notes[512];
+
+	if (!env_has_settings())
+		return;
+	ht_options_env(&ht_preload_opt, ht_secure_getenv, notes, sizeof(notes));
+	if (notes[0])
+		ht_report_note(&ht_preload_opt, notes);
+	notes[0] = '\0';
+	ht_policy_env(&ht_preload_policy, ht_secure_getenv, notes, sizeof(notes));
+	if (notes[0])
+		ht_report_note(&ht_preload_opt, notes);
+}
+
 static int worth_one(const struct ht_object *o, void *unused)
 {
 	(void)unused;
@@ -141,7 +182,7 @@ static void report_not_worth(void)
 
 __attribute__((constructor)) static void ht_preload(void)
 {
-	char notes[512], policy_note[300];
+	char policy_note[300];
 	int saved = errno;
 	double t0 = ht_now_ms();
 
@@ -155,13 +196,7 @@ __attribute__((constructor)) static void ht_preload(void)
 	ht_preload_opt.big_libraries = HT_BIG_LIBRARIES_AUTO;
 	ht_policy_init(&ht_preload_policy);
 	read_policy(policy_note, sizeof(policy_note));
-	ht_options_env(&ht_preload_opt, ht_secure_getenv, notes, sizeof(notes));
-	if (notes[0])
-		ht_report_note(&ht_preload_opt, notes);
-	notes[0] = '\0';
-	ht_policy_env(&ht_preload_policy, ht_secure_getenv, notes, sizeof(notes));
-	if (notes[0])
-		ht_report_note(&ht_preload_opt, notes);
+	read_environment();
 	if (policy_note[0])
 		ht_report_note(&ht_preload_opt, policy_note);
 	ht_preload_opt.min_code = ht_preload_policy.min_code;
