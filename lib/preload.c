@@ -227,28 +227,36 @@ __attribute__((constructor)) static void ht_preload(void)
  * fail because of our background thread: when the call fails so and the
  * thread exists, wait for the move to end and for the kernel to reap the
  * thread (it counts until shortly after its last wake-up), then call again.
- * The wait ends when our thread is gone, whatever the call then says (the
- * program may have threads of its own); its 10 minutes are a safety net
- * only.  Under qemu on a loaded machine (arm64 6.12) a bound of 400 tries
- * of 50 us, and then one of 2 s that counted the wait for the move too,
- * both let setns() or unshare() fail while our thread was still there.
+ * The kernel's release of a thread is not one step: tgkill() stops
+ * finding it before the thread list and the signal handlers' count let go
+ * of it, and under qemu on a loaded machine (arm64 6.12) unshare() still
+ * failed there.  So once our thread is gone the call is tried again for up
+ * to 2 s; a program with threads of its own gets its EINVAL that much later,
+ * and only when our thread was there.  10 minutes in all: a safety net.
  */
 static int single_thread_call(long (*call)(long, long), long a, long b)
 {
 	long ret = call(a, b), us = 50;
-	double t0 = ht_now_ms();
+	double t0 = ht_now_ms(), gone = 0;
 
-	while (ret < 0 && errno == EINVAL && ht_background_alive() && ht_now_ms() - t0 < 600000) {
-		ht_background_cancel();
-		ht_background_wait(5000);
+	if (ret == 0 || errno != EINVAL || !ht_background_alive())
+		return (int)ret;
+	do {
+		struct timespec ts = { 0, 0 };
+
 		if (ht_background_alive()) {
-			struct timespec ts = { 0, us * 1000 };
-
-			ht_libc()->nanosleep(&ts, NULL);
-			us = us < 10000 ? us * 2 : us;
+			ht_background_cancel();
+			ht_background_wait(5000);
 		}
+		if (!gone && !ht_background_alive())
+			gone = ht_now_ms();
+		if (gone && ht_now_ms() - gone > 2000)
+			break;
+		ts.tv_nsec = us * 1000;
+		ht_libc()->nanosleep(&ts, NULL);
+		us = us < 10000 ? us * 2 : us;
 		ret = call(a, b);
-	}
+	} while (ret < 0 && errno == EINVAL && ht_now_ms() - t0 < 600000);
 	return (int)ret;
 }
 
