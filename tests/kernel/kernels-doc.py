@@ -165,7 +165,8 @@ def console_counts(path):
 def suite_cell(d):
     job = open(os.path.join(d, "job.env")).read() if os.path.exists(os.path.join(d, "job.env")) else ""
     if "HT_MESON_ARGS='none'" in job:
-        return "probe only", [], []
+        real, real_failed = real_cell(d)
+        return "probe only" + real, ["real program " + p for p in real_failed], []
     if os.path.exists(os.path.join(d, "testlog.json")):
         p, f, s, failed, skipped = suite_counts(os.path.join(d, "testlog.json"))
         cell = "%d passed, %d failed, %d skipped" % (p, f, s)
