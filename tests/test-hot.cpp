@@ -258,3 +258,52 @@ TEST_CASE("a deferred copy with copy_hot moves only the part of the library the 
 	unlink(report.c_str());
 	// Not closed: the moved code stays mapped until the process ends.
 }
+
+// --- the preload's wait, counted on what runs ---
+
+static unsigned long value(const std::string &out, const std::string &key)
+{
+	std::string v = line_value(out, key);
+	return v.empty() ? 0 : std::stoul(v);
+}
+
+TEST_CASE("the preload's deferred copy of what runs waits for the hot part's cost, not the whole span's",
+	  "[hot]")
+{
+	// hot-main runs 4 of its 40 MiB of code for 1 s of CPU time.  The whole
+	// span's wait is 40 ms per MiB, about 1.6 s: not yet due.  The hot part
+	// (4 to 6 MiB) is due after about 0.25 s, and only it is copied.
+	std::string report = temp_path("hot-wait.json");
+	std::vector<std::string> env = { "LD_PRELOAD=" + build_path("lib/libhugetext-preload.so"),
+					 "HUGETEXT_REPORT=" + report, "HUGETEXT_COPY", "HUGETEXT_COPY_AFTER_MS",
+					 "HUGETEXT_PAGE_CACHE=0", "HUGETEXT_MODE=thp", "HUGETEXT_SHARE=0",
+					 "HUGETEXT_SERVICE=0" };
+	std::vector<std::string> argv = { build_path("tests/hot-main"), "1000" };
+
+	unlink(report.c_str());
+	std::vector<std::string> whole = env;
+	whole.push_back("HUGETEXT_COPY_HOT=0");
+	run_result w = run_cmd(argv, whole);
+	REQUIRE(w.status == 0);
+	INFO(w.out);
+	CHECK(value(w.out, "huge_kb") == 0);
+	auto wl = ok_lines(read_report(report));
+	CHECK(wl.empty());
+
+	unlink(report.c_str());
+	std::vector<std::string> hot = env;
+	hot.push_back("HUGETEXT_COPY_HOT=1");
+	run_result h = run_cmd(argv, hot);
+	REQUIRE(h.status == 0);
+	INFO(h.out);
+	CHECK(line_value(h.out, "sum") == line_value(w.out, "sum"));
+	unsigned long huge = value(h.out, "huge_kb"), text = value(h.out, "text_kb");
+	CHECK(huge >= 4096);
+	CHECK(huge <= 8192);
+	CHECK(text >= 40000);
+	auto hl = ok_lines(read_report(report));
+	REQUIRE(hl.size() == 1);
+	CHECK(std::stoul(hl[0]["hot_bytes"]) >= (4u << 20));
+	CHECK(std::stoul(hl[0]["cold_bytes"]) >= (30u << 20));
+	unlink(report.c_str());
+}
