@@ -28,8 +28,6 @@
 #include <time.h>
 #include <unistd.h>
 
-extern char **environ;
-
 struct ht_options ht_preload_opt;
 struct ht_policy ht_preload_policy;
 int ht_preload_active;
@@ -125,7 +123,10 @@ static int starts_with(const char *s, const char *prefix)
  */
 static int env_has_settings(void)
 {
-	for (char **e = environ; e && *e; e++)
+	/* glibc's own name, the one its getenv() reads: a program's "environ" may be its own. */
+	extern char **__environ;
+
+	for (char **e = __environ; e && *e; e++)
 		if (starts_with(*e, "HUGETEXT_") || starts_with(*e, "IODLR_"))
 			return 1;
 	return 0;
