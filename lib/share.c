@@ -35,21 +35,23 @@ static const char *share_refusal(const struct ht_object *o, const struct ht_sour
  */
 static int served_by_service(const struct ht_options *opt, const struct ht_cache_key *key,
 			     const struct ht_seg_plan *p, const struct ht_source *src,
-			     struct ht_region *g)
+			     int present, struct ht_region *g)
 {
-	const char *why;
+	const char *why = "";
 	struct stat st;
 	int err;
 
 	if (ht_sys_fstat(src->fd, &st) < 0 || ht_offer_refusal(&st))
 		return 0;
-	err = ht_cache_move(opt, key, HT_CACHE_SHARED_HIT, p->span, src, g);
-	if (err == 0)
-		return 1;
-	/* Why the service's entry was not used (stale, damaged...): the offer says it again. */
-	why = err != -ENOENT && g->cache_error ? g->cache_error : "";
-	if (ht_cache_move(opt, key, HT_CACHE_HIT_ONLY, p->span, src, g) == 0)
-		return 1;
+	if (present) {
+		err = ht_cache_move(opt, key, HT_CACHE_SHARED_HIT, p->span, src, g);
+		if (err == 0)
+			return 1;
+		/* Why the service's entry was not used (stale, damaged...): the offer says it again. */
+		why = err != -ENOENT && g->cache_error ? g->cache_error : "";
+		if (ht_cache_move(opt, key, HT_CACHE_HIT_ONLY, p->span, src, g) == 0)
+			return 1;
+	}
 	if (ht_service_offer(HT_SERVICE_SOCKET, src->fd, p->file_off, p->span.end - p->span.start,
 			     src->mapped) < 0)
 		return 0;
@@ -65,6 +67,7 @@ int ht_try_cache(const struct ht_options *opt, const struct ht_object *o,
 				    .len = p->span.end - p->span.start };
 	const char *why = share_refusal(o, src);
 	struct stat st;
+	int present;
 
 	/*
 	 * auto is on by default in every process: where set-up made no cache,
@@ -87,10 +90,15 @@ int ht_try_cache(const struct ht_options *opt, const struct ht_object *o,
 		key.mtime_sec = st.st_mtim.tv_sec;
 		key.mtime_nsec = st.st_mtim.tv_nsec;
 	}
-	if (opt->share == HT_SHARE_AUTO && opt->service && served_by_service(opt, &key, p, src, g)) {
+	/*
+	 * Where set-up made no cache, the one open() above is all the cache
+	 * costs; the service, when it runs, can still warm the page cache.
+	 */
+	present = opt->share != HT_SHARE_AUTO || ht_text_cache_present();
+	if (opt->share == HT_SHARE_AUTO && opt->service && served_by_service(opt, &key, p, src, present, g)) {
 		if (strcmp(g->cache, "hit") != 0)
 			return -EAGAIN;
-	} else if (ht_cache_move(opt, &key, HT_CACHE_HIT_OR_FILL, p->span, src, g) < 0) {
+	} else if (!present || ht_cache_move(opt, &key, HT_CACHE_HIT_OR_FILL, p->span, src, g) < 0) {
 		return -EAGAIN;
 	}
 	g->status = HT_STATUS_OK;

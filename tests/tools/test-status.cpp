@@ -218,13 +218,43 @@ TEST_CASE("the set-up's tmpfs cache is shown with its size, use and entries only
 	h.st.min_code = 2u << 20;
 	CHECK(to_string(hte_status_text, h.st).find("Shared text cache") == std::string::npos);
 	CHECK(to_string(hte_status_json, h.st).find("text_cache") == std::string::npos);
-	h.st.text_cache = { 1, 1ull << 30, 40ull << 20, 2, 38ull << 20, 1 };
+	h.st.text_cache = { 1, 1ull << 30, 40ull << 20, 2, 38ull << 20, 1, 1, 26ull << 20 };
 	std::string t = to_string(hte_status_text, h.st);
-	CHECK(t.find("Shared text cache: /run/hugetext/text  40.0 MiB used of 1.0 GiB, 2 entries (38.0 MiB), 1 user\n") !=
-	      std::string::npos);
+	CHECK(t.find("Shared text cache: /run/hugetext/text  40.0 MiB used of 1.0 GiB, 2 entries (38.0 MiB), 1 user; "
+		     "the text service's: 1 entry (26.0 MiB), for every user\n") != std::string::npos);
 	std::string j = to_string(hte_status_json, h.st);
 	CHECK(j.find(",\n  \"text_cache\": {\"path\": \"/run/hugetext/text\", \"size\": 1073741824, \"used\": 41943040, "
-		     "\"entries\": 2, \"entry_bytes\": 39845888, \"users\": 1}\n}\n") != std::string::npos);
+		     "\"entries\": 2, \"entry_bytes\": 39845888, \"users\": 1, \"service_entries\": 1, "
+		     "\"service_bytes\": 27262976}\n") != std::string::npos);
+}
+
+TEST_CASE("the text service's state file is shown: counts, its lists, whether it runs", "[status][pure]")
+{
+	status_holder h;
+	h.st.min_code = 2u << 20;
+	CHECK(to_string(hte_status_text, h.st).find("Text service: not running") != std::string::npos);
+	CHECK(to_string(hte_status_json, h.st).find("\"service\"") == std::string::npos);
+	const char state[] = "{\"pid\":42,\"offers\":3,\"warmed_total\":1,\"warmed\":[\"/usr/bin/x: 24 MiB in 2 MiB "
+			     "page-cache pages (uid 0)\"],\"filled_total\":1,\"filled\":[\"/usr/lib/y.so: b-1.text "
+			     "(\\\"quoted\\\", uid 1000)\"],\"evicted_total\":0,\"evicted\":[],\"refused_total\":1,"
+			     "\"refused\":[\"the file does not belong to root (uid 1000, pid 7)\"]}";
+	h.st.service.present = 1;
+	h.st.service.running = 1;
+	std::snprintf(h.st.service.raw, sizeof(h.st.service.raw), "%s", state);
+	std::string t = to_string(hte_status_text, h.st);
+	CHECK(t.find("Text service: pid 42, 3 offers, 1 warmed, 1 filled, 0 evicted, 1 refused") != std::string::npos);
+	CHECK(t.find("  warmed: /usr/bin/x: 24 MiB in 2 MiB page-cache pages (uid 0)\n") != std::string::npos);
+	CHECK(t.find("  filled: /usr/lib/y.so: b-1.text (\"quoted\", uid 1000)\n") != std::string::npos);
+	CHECK(t.find("  refused: the file does not belong to root (uid 1000, pid 7)\n") != std::string::npos);
+	std::string j = to_string(hte_status_json, h.st);
+	CHECK(j.find(std::string("\"service\": {\"running\": true, \"state\": ") + state + "}") != std::string::npos);
+
+	char item[64];
+	CHECK(hte_json_list_item(state, "warmed", 1, item, sizeof(item)) == -1);
+	CHECK(hte_json_list_item(state, "evicted", 0, item, sizeof(item)) == -1);
+	CHECK(hte_json_list_item(state, "nothing", 0, item, sizeof(item)) == -1);
+	CHECK(hte_json_number(state, "offers") == 3);
+	CHECK(hte_json_number(state, "nothing") == -1);
 }
 
 TEST_CASE("status's usage errors exit 2", "[status][cli]")
