@@ -34,7 +34,10 @@ if ! "$clang" -fsanitize=fuzzer "$probe" -o "$out/probe-$name" >"$out/probe-$nam
 fi
 
 lib=$src/lib
-cflags="-D_GNU_SOURCE -include $build/config.h -I$lib -I$lib/include -I$src/tools -I$here/fuzz"
+# lib/arch/<cpu>/arch.h as lib/meson.build picks it (generic elsewhere).
+arch=$(uname -m)
+[ -d "$lib/arch/$arch" ] || arch=generic
+cflags="-D_GNU_SOURCE -include $build/config.h -I$lib -I$lib/include -I$lib/arch/$arch -I$src/tools -I$here/fuzz"
 # The system call layer, lib/sys.c and its lib/sys-*.c, into $sys_objs.
 build_sys() {
 	sys_objs=
@@ -53,7 +56,7 @@ proc)
 	# sys*.c, the system call layer, is not fuzzed; it is built with the
 	# project's compiler because clang rejects its table's initializer.
 	build_sys || exit 1
-	srcs="$lib/pool.c $lib/objects.c $lib/options.c $lib/report.c $lib/strings.c $lib/maps.c $sys_objs"
+	srcs="$lib/pool.c $lib/objects.c $lib/options.c $lib/report.c $lib/strings.c $lib/pagesize.c $lib/maps.c $sys_objs"
 	;;
 conf)
 	build_sys || exit 1
