@@ -4,19 +4,14 @@
 
 #include <fcntl.h>
 #include <sys/auxv.h>
-#include <unistd.h>
 
 uint64_t ht_sys_base_page_size(void)
 {
-	/* The kernel hands it to every process in the auxiliary vector: no call. */
-	unsigned long v = getauxval(AT_PAGESZ);
-
-	if (v == 0) {
-		long s = sysconf(_SC_PAGESIZE);
-
-		v = s > 0 ? (unsigned long)s : 0;
-	}
-	return v;
+	/*
+	 * The kernel hands it to every process in the auxiliary vector: no
+	 * call.  0 (never seen on Linux) leaves the PMD's size to sysfs.
+	 */
+	return getauxval(AT_PAGESZ);
 }
 
 int ht_sys_dir_exists(const char *path)

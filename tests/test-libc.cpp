@@ -62,6 +62,8 @@ static const std::map<std::string, std::string> allowed = {
 	{ "dlsym", "the loader's interface" }, { "dlclose", "the loader's interface" },
 	{ "dlopen", "the loader's interface; the preload interposes it on purpose" },
 	{ "dlerror", "the loader's interface" },
+	{ "getauxval", "the auxiliary vector the kernel handed the process (the base page size): "
+		       "read-only data glibc's loader keeps, a name reserved to it" },
 	{ "__environ", "the environment, only read (the preload's constructor looks for HUGETEXT_ "
 		       "names): glibc's own variable, the one its getenv() reads, a name reserved to it" },
 };
