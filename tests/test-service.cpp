@@ -376,8 +376,8 @@ TEST_CASE("the service warms the page cache where the file system keeps 2 MiB pa
 	CHECK(first["cache"] == "offered");
 	CHECK(first.count("private_huge_bytes") == 0);
 	// Warmed once the program is gone (its pages could not be dropped before).
-	REQUIRE(svc.wait_for("warmed_total", 1, 30));
 	INFO(svc.text());
+	REQUIRE(svc.wait_for("warmed_total", 1, 30));
 	CHECK(svc.num("filled_total") == 0);
 	report_line second = run_once(prog, { "HUGETEXT_COPY=never", "HUGETEXT_PAGE_CACHE=1" });
 	CHECK(second["kept_bytes"] == second["bytes"]);

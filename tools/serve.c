@@ -53,7 +53,7 @@
 #define MAX_DONE 1024      /* offers remembered, so a repeat costs nothing */
 #define DONE_FOR_S 60      /* for this long: an offer after it means the entry is gone or unusable */
 #define RETRY_S 1          /* between two warms of a file still in use */
-#define FILL_AFTER 5       /* warms of a file still in use before the cache is filled */
+#define FILL_AFTER 30      /* warms while the sender runs before the cache is filled */
 #define MAX_TRIES 300      /* five minutes of retries, then the file is dropped */
 #define LOG_KEEP 32        /* lines of each kind kept for the state file */
 
@@ -545,10 +545,11 @@ static int sender_runs(const struct pending *p)
  * One attempt at a file: warm its page cache (the kernel then maps it huge
  * with no copy and no memory of ours); where that cannot take, fill the
  * shared cache.  Pages that running processes map cannot be dropped and
- * read again, so a warm that did not take all is tried again later; the
- * cache is filled when the warm gave nothing once the sender was gone
- * (this file system keeps no 2 MiB pages), or after FILL_AFTER tries (a
- * server that keeps running: its next start is served from the cache).
+ * read again, so a warm that did not take all is tried again later, for as
+ * long as the tries last when the sender has gone (other processes map the
+ * file); the cache is filled when the warm gave nothing once the sender was
+ * gone (this file system keeps no 2 MiB pages), or after FILL_AFTER tries
+ * while it runs (a server: its next start is served from the cache).
  * Returns 1 when done, 0 to try again, -1 when refused (@why).
  */
 static int attempt(struct pending *p, const char **why)
@@ -570,7 +571,11 @@ static int attempt(struct pending *p, const char **why)
 		}
 	}
 	runs = r == 0 && sender_runs(p);
-	if (r == 0 && (runs || w.huge > 0) && ++p->tries < FILL_AFTER)
+	/* The sender runs: a server's next start is served from the cache after a while. */
+	if (r == 0 && runs && ++p->tries < FILL_AFTER)
+		return 0;
+	/* The sender is gone and the file system keeps 2 MiB pages: others still map it. */
+	if (r == 0 && !runs && w.huge > 0 && ++p->tries < MAX_TRIES)
 		return 0;
 	r = fill_file(p->fd, &p->st, &p->m, p->uid, why);
 	/* No cache to fill: the page cache is the only way, while the tries last. */
