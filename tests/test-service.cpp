@@ -360,7 +360,7 @@ TEST_CASE("the first start offers its code and copies nothing; the next maps roo
 	}
 }
 
-TEST_CASE("the service warms the page cache where the file system keeps 2 MiB pages", "[service]")
+TEST_CASE("where the file system keeps 2 MiB pages, the next start is zero-copy without a policy", "[service]")
 {
 	std::string prog = program_copy("service-warm");
 	// Only where `hugetext warm` itself can: a copy of our own, warmed and dropped again.
@@ -375,12 +375,22 @@ TEST_CASE("the service warms the page cache where the file system keeps 2 MiB pa
 	report_line first = run_once(prog, { "HUGETEXT_COPY=never", "HUGETEXT_PAGE_CACHE=1" });
 	CHECK(first["cache"] == "offered");
 	CHECK(first.count("private_huge_bytes") == 0);
-	// Warmed once the program is gone (its pages could not be dropped before).
+	// Warmed once nothing maps the file any more; where the service could
+	// not tell another process's mapping from a file system that keeps no
+	// 2 MiB pages (a busy machine: the test's own plain run), it filled the
+	// shared cache instead.  Either way the next start copies nothing.
+	bool served = false;
+	for (int i = 0; i < 600 && !served; i++) {
+		served = svc.num("warmed_total") + svc.num("filled_total") >= 1;
+		usleep(50000);
+	}
 	INFO(svc.text());
-	REQUIRE(svc.wait_for("warmed_total", 1, 30));
-	CHECK(svc.num("filled_total") == 0);
+	REQUIRE(served);
 	report_line second = run_once(prog, { "HUGETEXT_COPY=never", "HUGETEXT_PAGE_CACHE=1" });
-	CHECK(second["kept_bytes"] == second["bytes"]);
+	if (svc.num("warmed_total") >= 1)
+		CHECK(second["kept_bytes"] == second["bytes"]);
+	else
+		CHECK(second["cache"] == "hit");
 	CHECK(second["huge_bytes"] == second["bytes"]);
 	CHECK(second.count("private_huge_bytes") == 0);
 }
