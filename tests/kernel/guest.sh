@@ -6,6 +6,8 @@
 #   probe.json    the probe's report lines, each tagged with its case
 #   testlog.json  meson's test log
 #   clang.result  "ok" or why the clang check failed
+#   zeroconf.result  the zero-configuration check (zeroconf.sh): a line per
+#                 program, "ok NAME: ...", "skipped NAME: why" or "failed"
 #   real.result   the output of HT_REAL, a real-program check run after
 #                 the suite (tests/arm64/real.sh: "ok NAME: ..." or
 #                 "failed NAME: why", a line per program)
@@ -35,11 +37,13 @@ echo "$HT_THP" >"$thp" || echo "guest: cannot set THP to $HT_THP"
 } >"$HT_OUT/env.txt"
 cat "$HT_OUT/env.txt"
 
+rc=0
 if [ "${HT_PROBE:-1}" = 1 ]; then
 	bash "$here/probe.sh" "$HT_BUILD" "$HT_OUT/probe.json"
+	# Zero configuration: the service, two starts each; clang++ with HT_CLANG.
+	bash "$here/zeroconf.sh" "$HT_BUILD" "$HT_OUT/probe.json" "$HT_OUT/zeroconf.result" || rc=1
 fi
 
-rc=0
 if [ -n "${HT_CMD:-}" ]; then
 	(cd "$HT_BUILD" && bash -c "$HT_CMD") 2>&1 | cat
 	[ "${PIPESTATUS[0]}" = 0 ] || rc=1

@@ -16,9 +16,32 @@ import re
 import sys
 
 MIB = 1 << 20
+# The fixed text of the section "Where code loads" (what the table means,
+# how it is measured, and what the library does where code does not agree).
+WHERE_TEXT = [
+    "Sharing code without a copy needs the object's code at an address that agrees",
+    "with its file offset modulo 2 MiB: the kernel maps a 2 MiB page-cache folio",
+    "into a process only at such an address, and one shared cache entry serves",
+    "every start only when the object's load address is on the 2 MiB grid (lib/share.c,",
+    "`share_refusal`: \"load address not 2 MiB-aligned\"). Each cell is in how many",
+    "of 20 starts the object's biggest executable segment agreed, measured in each",
+    "configuration by `tests/kernel/where.py` (run by tests/kernel/zeroconf.sh; by",
+    "hand: `python3 tests/kernel/where.py 20 libLLVM-14.so.1=$(realpath",
+    "/usr/bin/clang++):/usr/lib/x86_64-linux-gnu/libLLVM-14.so.1 node=/usr/bin/node`):",
+    "a library's base is what `LD_TRACE_LOADED_OBJECTS=1 PROGRAM` prints (ld.so maps",
+    "every object as a real start does, then stops), a program's load bias is",
+    "`AT_ENTRY` (`LD_SHOW_AUXV=1`) minus its ELF entry. clang's libraries are the",
+    "copies the check put on the disk under test; `bigtext-aligned` is linked with",
+    "2 MiB segment alignment, `bigtext-pie` and `libbigtext` with 4 KiB, as",
+    "Debian links its programs and libraries; node is this machine's `/usr/bin/node`.",
+]
 KERNEL_ORDER = {"6.1": 0, "6.12": 1, "host": 2}
 COLUMNS = ["kernel", "fs", "THP", "huge page count", "1st start", "2nd start", "`HUGETEXT_PAGE_CACHE=0`",
-           "explicit", "shared cache", "default start", "after `hugetext setup`", "suite"]
+           "explicit", "shared cache", "default start", "after `hugetext setup`", "zero config, 2nd start",
+           "suite"]
+# The objects of where.py's "load" lines, in the order of the doc's table.
+LOAD_ORDER = ["bigtext-aligned", "bigtext-pie", "libbigtext", "node", "libLLVM-14.so.1", "libclang-cpp.so.14",
+              "libLLVM-14.so.1 on /"]
 
 
 def read_lines(path):
@@ -129,6 +152,16 @@ def setup_path(first, second):
         mib(second.get("private_code_bytes", 0)))
 
 
+def zeroconf_path(probe_lines):
+    """The zero-configuration check (zeroconf.sh): each program's verdict on
+    its second start."""
+    verdicts = [l for l in probe_lines if l.get("case") == "zc_result"]
+    if not verdicts:
+        return "not run"
+    return "; ".join("%s %s: %s" % (v.get("program", "?"), v.get("result", "?"), v.get("text", ""))
+                     for v in verdicts)
+
+
 def skip_reason(stdout):
     """A skipped test's own reason: its last "SKIP: ..." line."""
     reasons = [l[5:].strip() for l in stdout.splitlines() if l.startswith("SKIP:")]
@@ -223,10 +256,10 @@ def family(release):
 def earlier(path, label, have):
     """Rows and notes of an earlier docs/kernels.md whose configurations are
     not in @have, a set of (architecture, kernel label, fs, THP):
-    ({key: cells}, {key: [note]})."""
-    rows, notes = {}, {}
+    ({key: cells}, {key: [note]}, {key: cells of "Where code loads"})."""
+    rows, notes, loads = {}, {}, {}
     if not path or not os.path.exists(path):
-        return rows, notes
+        return rows, notes, loads
     header = None
     for line in open(path, errors="replace"):
         line = line.rstrip("\n")
@@ -237,6 +270,10 @@ def earlier(path, label, have):
             cells = dict(zip(header, [c.strip() for c in line.strip("|").split("|")]))
             key = (arch_of(cells.get("kernel", "")), family(cells.get("kernel", "")), cells.get("fs", ""),
                    cells.get("THP", ""))
+            if "huge page count" not in header:
+                if key not in have:
+                    loads[key] = cells
+                continue
             if key not in have:
                 if "(earlier run" not in cells.get("suite", ""):
                     cells["suite"] = "%s (%s)" % (cells.get("suite", "?"), label)
@@ -250,7 +287,7 @@ def earlier(path, label, have):
             elif key not in have:
                 notes.setdefault(key, []).append("- %s, %s, THP %s: %s (%s)." % (
                     m.group(1), m.group(2), m.group(3), m.group(4).rstrip("."), label))
-    return rows, notes
+    return rows, notes, loads
 
 
 def run_rows(runs):
@@ -262,9 +299,13 @@ def run_rows(runs):
     for name in os.listdir(runs):
         d = os.path.join(runs, name)
         env = read_env(os.path.join(d, "env.txt"))
-        probe = {l.get("case"): l for l in read_lines(os.path.join(d, "probe.json"))}
+        lines = read_lines(os.path.join(d, "probe.json"))
+        probe = {l.get("case"): l for l in lines}
         if not env or not probe:
             continue
+        # Cases with a line per program or object keep them all.
+        probe["zc_results"] = [l for l in lines if l.get("case") == "zc_result"]
+        probe["loads"] = [l for l in lines if l.get("case") == "load"]
         kernel, fs, thp = (name.split("-") + ["", "", ""])[:3]
         rows.append((KERNEL_ORDER.get(kernel, 9), kernel, fs, thp, env, probe, d))
     return rows
@@ -296,7 +337,8 @@ def table(arch, rows, old_rows, old_notes, commits, tested):
         cells = [release, fs, thp, count, start_path(probe.get("first")), start_path(probe.get("second")),
                  start_path(probe.get("copy")), start_path(probe.get("explicit")),
                  share_path(probe.get("share_miss"), probe.get("share_hit")), default_path(probe.get("default")),
-                 setup_path(probe.get("setup_first"), probe.get("setup_second")), suite]
+                 setup_path(probe.get("setup_first"), probe.get("setup_second")),
+                 zeroconf_path(probe["zc_results"]), suite]
         print("| " + " | ".join(cells) + " |")
         reason = why(kernel, probe.get("second"), probe.get("first") or {})
         if reason:
@@ -306,6 +348,10 @@ def table(arch, rows, old_rows, old_notes, commits, tested):
                 release, fs, thp, env["read_ahead_kb"]))
         for t in failed:
             notes.append("- %s, %s, THP %s: test `%s` failed." % (release, fs, thp, t))
+        for v in probe["zc_results"]:
+            if v.get("result") == "failed":
+                notes.append("- %s, %s, THP %s: the zero-configuration check of %s failed." % (
+                    release, fs, thp, v.get("program", "?")))
         for name, reason in skipped:
             notes.append("- %s, %s, THP %s: test `%s` skipped: %s." % (release, fs, thp, name, reason))
     print()
@@ -313,6 +359,43 @@ def table(arch, rows, old_rows, old_notes, commits, tested):
     print()
     for n in notes:
         print(n)
+
+
+def loads_table(rows, old, label):
+    """The section "Where code loads": where.py's lines of each run."""
+    print()
+    print("## Where code loads")
+    print()
+    for line in WHERE_TEXT:
+        print(line)
+    print()
+    cols = ["kernel", "fs", "THP"] + LOAD_ORDER
+    print("| " + " | ".join(cols) + " |")
+    print("|" + "---|" * len(cols))
+    out = []
+    for _, kernel, fs, thp, env, probe, d in rows:
+        if not probe["loads"]:
+            continue
+        by = {l.get("object"): l for l in probe["loads"]}
+        cells = [env.get("kernel", kernel), fs, thp]
+        for o in LOAD_ORDER:
+            l = by.get(o)
+            if not l:
+                cells.append("not run")
+            elif l.get("error"):
+                cells.append("error: " + l["error"][:60])
+            else:
+                cells.append("%d/%d" % (l.get("agree", 0), l.get("starts", 0)))
+        out.append(((KERNEL_ORDER.get(kernel, 9), fs, thp), cells))
+    for key, cells in old.items():
+        if key[0] != "x86-64":
+            continue
+        c = [cells.get(k, "not run") for k in cols]
+        if "(earlier run" not in " ".join(c):
+            c[-1] += " (%s)" % label
+        out.append(((KERNEL_ORDER.get(key[1], 9), key[2], key[3]), c))
+    for _, cells in sorted(out, key=lambda r: r[0]):
+        print("| " + " | ".join(cells) + " |")
 
 
 def main():
@@ -328,7 +411,7 @@ def main():
     rows = {"x86-64": run_rows(runs), "arm64": run_rows(arm64_runs)}
     commits = {r[6]: read_commit(r[6]) for a in rows for r in rows[a]}
     have = {(a, r[1], r[2], r[3]) for a in rows for r in rows[a]}
-    old_rows, old_notes = earlier(keep, keep_label, have)
+    old_rows, old_notes, old_loads = earlier(keep, keep_label, have)
 
     print("# The library on each kernel")
     print()
@@ -350,6 +433,7 @@ def main():
         print("kept from a previous version of this file, and name the commit of that version.")
     print()
     table("x86-64", rows["x86-64"], old_rows, old_notes, commits, tested)
+    loads_table(rows["x86-64"], old_loads, keep_label)
     if rows["arm64"] or any(k[0] == "arm64" for k in old_rows):
         print()
         print("## arm64")

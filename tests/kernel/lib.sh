@@ -163,10 +163,11 @@ job_env() {
 }
 
 # Counts a run in $1: the meson test log's tests, the clang check
-# (clang.result) and the real-program check's lines (real.result, one per
-# program).  Prints "passed failed skipped".
+# (clang.result) and the lines of the real-program and zero-configuration
+# checks (real.result, zeroconf.result: one per program).  Prints "passed
+# failed skipped".
 count() {
-	python3 - "$1/testlog.json" "$1/clang.result" "$1/real.result" <<'PY'
+	python3 - "$1/testlog.json" "$1/clang.result" "$1/real.result" "$1/zeroconf.result" <<'PY'
 import json, os, sys
 p = f = s = 0
 if os.path.exists(sys.argv[1]):
@@ -180,11 +181,14 @@ if os.path.exists(sys.argv[2]):
     if first[0] == "ok": p += 1
     elif first[0].startswith("skipped"): s += 1
     else: f += 1
-if os.path.exists(sys.argv[3]):
+for path in sys.argv[3:]:
+    if not os.path.exists(path):
+        continue
     broken = 0
-    for line in open(sys.argv[3]):
+    for line in open(path):
         if line.startswith("ok "): p += 1
         elif line.startswith("failed "): f += 1
+        elif line.startswith("skipped "): s += 1
         elif line.strip(): broken = 1
     # Anything else is the check itself breaking: one failure more.
     f += broken
