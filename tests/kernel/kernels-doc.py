@@ -40,7 +40,7 @@ COLUMNS = ["kernel", "fs", "THP", "huge page count", "1st start", "2nd start", "
            "explicit", "shared cache", "default start", "after `hugetext setup`", "zero config, 2nd start",
            "suite"]
 # The objects of where.py's "load" lines, in the order of the doc's table.
-LOAD_ORDER = ["bigtext-aligned", "bigtext-pie", "libbigtext", "node", "libLLVM-14.so.1", "libclang-cpp.so.14",
+LOAD_ORDER = ["bigtext-aligned", "bigtext-pie", "bigtext-pie via ld.so", "libbigtext", "node", "libLLVM-14.so.1", "libclang-cpp.so.14",
               "libLLVM-14.so.1 on /"]
 
 

@@ -4,7 +4,7 @@ address agrees with its file offset modulo 2 MiB (the condition for the
 kernel to map 2 MiB page-cache folios of the file, and for one shared
 cache entry to serve every start: lib/share.c's share_refusal).
 
-Usage: where.py N NAME=PROGRAM[:LIBRARY]...
+Usage: where.py N NAME=[@]PROGRAM[:LIBRARY]...
 
 NAME=PROGRAM is a program placed by the kernel (execve): its load bias is
 AT_ENTRY (LD_SHOW_AUXV) minus e_entry.  NAME=PROGRAM:LIBRARY is a library
@@ -44,13 +44,37 @@ def elf_info(path):
     return e_type, e_entry, segs
 
 
-def start_bias(program, library):
-    """One start's load bias of @library (ld.so) or of @program (kernel)."""
+def interpreter(path):
+    """The PT_INTERP of @path (its ld.so)."""
+    with open(path, "rb") as f:
+        data = f.read(1 << 16)
+    e_phoff, = struct.unpack_from("<Q", data, 32)
+    e_phentsize, e_phnum = struct.unpack_from("<HH", data, 54)
+    for i in range(e_phnum):
+        p_type, _, p_offset, _, _, p_filesz = struct.unpack_from("<IIQQQQ", data, e_phoff + i * e_phentsize)
+        if p_type == 3:
+            f = open(path, "rb")
+            f.seek(p_offset)
+            return f.read(p_filesz).rstrip(b"\0").decode()
+    raise ValueError("%s has no interpreter" % path)
+
+
+def start_bias(program, library, via_ldso=False):
+    """One start's load bias of @library (ld.so) or of @program (kernel, or
+    ld.so when @via_ldso)."""
     env = dict(os.environ, LD_TRACE_LOADED_OBJECTS="1")
-    if not library:
+    argv = [program]
+    if via_ldso:
+        env["LD_DEBUG"] = "files"
+        argv = [interpreter(program), program]
+    elif not library:
         env["LD_SHOW_AUXV"] = "1"
-    out = subprocess.run([program], env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                         timeout=120).stdout.decode(errors="replace")
+    r = subprocess.run(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=120)
+    out = r.stdout.decode(errors="replace")
+    if via_ldso:
+        m = re.search(r"file=%s \[0\];\s+generating link map\s+\d+:\s+dynamic: 0x[0-9a-f]+\s+base: (0x[0-9a-f]+)"
+                      % re.escape(program), r.stderr.decode(errors="replace"))
+        return int(m.group(1), 16) if m else None
     if library:
         name = os.path.basename(library)
         for line in out.splitlines():
@@ -66,6 +90,8 @@ def start_bias(program, library):
 
 
 def measure(name, program, library, n):
+    via_ldso = program.startswith("@")
+    program = program.lstrip("@")
     path = library or program
     _, _, segs = elf_info(path)
     # The biggest executable segment: the code the library would move.
@@ -73,14 +99,14 @@ def measure(name, program, library, n):
     agree = seen = 0
     example = None
     for _ in range(n):
-        bias = start_bias(program, library)
+        bias = start_bias(program, library, via_ldso)
         if bias is None:
             continue
         seen += 1
         example = bias
         agree += (bias + vaddr - offset) % HUGE == 0
     return {"case": "load", "object": name, "path": os.path.realpath(path),
-            "by": "ld.so" if library else "kernel", "starts": seen, "agree": agree, "p_align": p_align,
+            "by": "ld.so" if library or via_ldso else "kernel", "starts": seen, "agree": agree, "p_align": p_align,
             "example": hex(example) if example is not None else None}
 
 

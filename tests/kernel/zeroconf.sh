@@ -15,7 +15,8 @@
 # Writes RESULT (default: next to OUT.json, zeroconf.result) a line per
 # program: "ok NAME: path", "skipped NAME: why" (the load address rules
 # it out) or "failed NAME: why".  The programs: tests/robust/bigtext-aligned,
-# tests/bigtext-pie (linked with 4 KiB segments) and, with HT_CLANG=1, clang++ compiling a small file (its libLLVM and
+# tests/bigtext-pie (linked with 4 KiB segments; started as the kernel
+# starts it, and through ld.so) and, with HT_CLANG=1, clang++ compiling a small file (its libLLVM and
 # libclang-cpp copied onto the disk under test, at $TMPDIR, and bound over
 # the installed ones), whose object must equal the plain one.
 # Runs in a private mount namespace: a tmpfs on /run holds the
@@ -104,11 +105,12 @@ settle() {
 
 # Judges the second start's report $2 for program $1, objects matching $3:
 # every one on huge pages from the page cache or the cache, none private.
+# where.py's line of each object is the one named as its file, plus $4.
 # The verdict goes to RESULT and, as a zc_result line, to OUT.json.
 judge() {
-	python3 - "$1" "$2" "$3" "$out" <<'PY' | tee -a "$result"
+	python3 - "$1" "$2" "$3" "$out" "$4" <<'PY' | tee -a "$result"
 import json, re, sys
-name, path, pattern, out = sys.argv[1:]
+name, path, pattern, out, suffix = sys.argv[1:]
 
 
 def verdict(result, text):
@@ -143,7 +145,7 @@ for l in lines:
     size, huge, kept = int(l.get("bytes", 0)), int(l.get("huge_bytes", 0)), int(l.get("kept_bytes", 0))
     private = int(l.get("private_code_bytes", 0))
     err = l.get("cache_error", "")
-    load = loads.get(obj, {})
+    load = loads.get(obj + suffix, {})
     if "not 2 MiB-aligned" in err:
         skip.append("%s: %s" % (obj, err))
         continue
@@ -170,16 +172,16 @@ PY
 }
 
 # Two starts of a program ($1 its name; the command after --), the service
-# given up to $2 s between them to settle.
+# given up to $2 s between them to settle; $3 and $4 as judge's.
 twice() {
-	local name=$1 wait=$2 pattern=$3
-	shift 4
+	local name=$1 wait=$2 pattern=$3 suffix=$4
+	shift 5
 	start "$dir/$name-1.json" "$@" >/dev/null 2>"$dir/$name.err"
 	tag "zc_${name}_1" "$dir/$name-1.json"
 	settle "$wait" || echo "zeroconf: $name: the service had not settled after $wait s" >&2
 	start "$dir/$name-2.json" "$@" >/dev/null 2>>"$dir/$name.err"
 	tag "zc_${name}_2" "$dir/$name-2.json"
-	judge "$name" "$dir/$name-2.json" "$pattern"
+	judge "$name" "$dir/$name-2.json" "$pattern" "$suffix"
 }
 
 # The programs, on the disk under test.
@@ -204,7 +206,7 @@ if [ "${HT_CLANG:-0}" = 1 ] && command -v clang++ >/dev/null; then
 fi
 
 # Where code loads: 20 starts each.
-targets=("bigtext-aligned=$dir/bigtext-aligned" "bigtext-pie=$dir/bigtext-pie"
+targets=("bigtext-aligned=$dir/bigtext-aligned" "bigtext-pie=$dir/bigtext-pie" "bigtext-pie via ld.so=@$dir/bigtext-pie"
 	"libbigtext=$build/tests/dso-linked:$build/tests/libbigtext.so")
 command -v node >/dev/null && targets+=("node=$(realpath "$(command -v node)")")
 if [ -n "$clang" ]; then
@@ -224,10 +226,15 @@ done
 [ -s /run/hugetext/service.json ] || { say failed all "the service did not start: $(head -c 300 "$dir/serve.log")"; exit 1; }
 
 # Under qemu (TCG) filling 150 MiB and comparing it takes a while.
-twice bigtext-aligned 120 'bigtext-aligned$' -- "$dir/bigtext-aligned"
+twice bigtext-aligned 120 'bigtext-aligned$' '' -- "$dir/bigtext-aligned"
 # Linked with 4 KiB segments, as Debian links its programs: the kernel puts
 # it anywhere on the 4 KiB grid, so neither path can serve it.
-twice bigtext-pie 120 'bigtext-pie$' -- "$dir/bigtext-pie"
+twice bigtext-pie 120 'bigtext-pie$' '' -- "$dir/bigtext-pie"
+# The same file started through ld.so, which maps it as a library: where the
+# kernel aligns file mappings of 2 MiB and more, it loads on the grid.
+ldso=$(python3 -c 'import sys; sys.path.insert(0, sys.argv[1]); import where; print(where.interpreter(sys.argv[2]))' \
+	"$here" "$dir/bigtext-pie")
+twice bigtext-pie-ldso 120 'bigtext-pie$' ' via ld.so' -- "$ldso" "$dir/bigtext-pie"
 if [ -n "$clang" ]; then
 	cat >"$dir/t.cpp" <<'EOF'
 #include <map>
@@ -242,7 +249,7 @@ int main(int argc, char **argv)
 }
 EOF
 	clang++ -O2 -c "$dir/t.cpp" -o "$dir/plain.o"
-	twice clang 300 'libLLVM|libclang-cpp' -- clang++ -O2 -c "$dir/t.cpp" -o "$dir/moved.o"
+	twice clang 300 'libLLVM|libclang-cpp' '' -- clang++ -O2 -c "$dir/t.cpp" -o "$dir/moved.o"
 	if ! cmp -s "$dir/plain.o" "$dir/moved.o"; then
 		say failed clang-object "the object differs from the plain one ($(head -c 200 "$dir/clang.err"))"
 	fi
