@@ -272,7 +272,11 @@ TEST_CASE("the preload's deferred copy of what runs waits for the hot part's cos
 {
 	// hot-main runs 4 of its 40 MiB of code for 1 s of CPU time.  The whole
 	// span's wait is 40 ms per MiB, about 1.6 s: not yet due.  The hot part
-	// (4 to 6 MiB) is due after about 0.25 s, and only it is copied.
+	// (4 to 6 MiB) is due after about 0.25 s, and only it is copied.  The
+	// first look comes after one 2 MiB range's wait (80 ms of CPU from the
+	// constructor): where the constructor itself is slow (a sanitizer
+	// build), main() may not have run all its 4 MiB by then, and what is
+	// hot then (one range at least) is what pays, and is copied.
 	std::string report = temp_path("hot-wait.json");
 	std::vector<std::string> env = { "LD_PRELOAD=" + build_path("lib/libhugetext-preload.so"),
 					 "HUGETEXT_REPORT=" + report, "HUGETEXT_COPY", "HUGETEXT_COPY_AFTER_MS",
@@ -298,12 +302,13 @@ TEST_CASE("the preload's deferred copy of what runs waits for the hot part's cos
 	INFO(h.out);
 	CHECK(line_value(h.out, "sum") == line_value(w.out, "sum"));
 	unsigned long huge = value(h.out, "huge_kb"), text = value(h.out, "text_kb");
-	CHECK(huge >= 4096);
+	CHECK(huge >= 2048);
 	CHECK(huge <= 8192);
 	CHECK(text >= 40000);
 	auto hl = ok_lines(read_report(report));
 	REQUIRE(hl.size() == 1);
-	CHECK(std::stoul(hl[0]["hot_bytes"]) >= (4u << 20));
+	CHECK(std::stoul(hl[0]["hot_bytes"]) >= (2u << 20));
+	CHECK(std::stoul(hl[0]["hot_bytes"]) <= (8u << 20));
 	CHECK(std::stoul(hl[0]["cold_bytes"]) >= (30u << 20));
 	unlink(report.c_str());
 }
