@@ -56,7 +56,8 @@ if [ $REPORT_ONLY = 0 ]; then
 	esac
 	missing=()
 	for p in "${pkgs[@]}"; do
-		dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
+		# dpkg-query, not dpkg -s: that fails when two architectures are installed.
+		dpkg-query -W -f='${Status}\n' "$p" 2>/dev/null | grep -q ' installed$' || missing+=("$p")
 	done
 	if [ ${#missing[@]} -gt 0 ]; then
 		echo "installing: ${missing[*]}"
@@ -105,7 +106,9 @@ if [ $REPORT_ONLY = 0 ]; then
 		mkdir -p "$(dirname "$RESULTS")"
 		cp docs/benchmarks.json "$RESULTS"
 	fi
-	/usr/bin/python3 bench/measure.py --bin "$BUILD/bench" \
+	# A mount namespace of its own: the zero-configuration rows run the text
+	# service with /run/hugetext on a tmpfs of the bench's (sections/service.py).
+	unshare -m --propagation private /usr/bin/python3 bench/measure.py --bin "$BUILD/bench" \
 		--preload "$BUILD/lib/libhugetext-preload.so" --out "$RESULTS" \
 		${MODE[@]+"${MODE[@]}"} ${ONLY:+--only "$ONLY"} \
 		${share_arg[@]+"${share_arg[@]}"} ${htlb_arg[@]+"${htlb_arg[@]}"} \

@@ -501,7 +501,7 @@ static const char *fill_entry(int mfd, int dirfd, int fd, const struct stat *st,
 
 /* Fills the file's shared cache entry.  Returns 1 when done, 0 with no cache, -1 when refused (@why). */
 static int fill_file(int fd, const struct stat *st, const struct ht_offer *m, uid_t uid,
-		     const char **why)
+		     const char *after, const char **why)
 {
 	char path[512], name[256];
 	int mfd = -1, dirfd;
@@ -521,8 +521,8 @@ static int fill_file(int fd, const struct stat *st, const struct ht_offer *m, ui
 	if (*why)
 		return -1;
 	fd_path(fd, path, sizeof(path));
-	log_add(&S.filled, "%s: %s (%llu MiB, uid %u)", path, name, (unsigned long long)(m->len >> 20),
-		(unsigned)uid);
+	log_add(&S.filled, "%s: %s (%llu MiB, uid %u%s)", path, name, (unsigned long long)(m->len >> 20),
+		(unsigned)uid, after);
 	return 1;
 }
 
@@ -554,7 +554,7 @@ static int sender_runs(const struct pending *p)
  */
 static int attempt(struct pending *p, const char **why)
 {
-	char path[512], buf[32];
+	char path[512], buf[32], after[96] = "";
 	struct hte_warm w = { 0 };
 	int r = 1, runs;
 
@@ -577,7 +577,13 @@ static int attempt(struct pending *p, const char **why)
 	/* The sender is gone and the file system keeps 2 MiB pages: others still map it. */
 	if (r == 0 && !runs && w.huge > 0 && ++p->tries < MAX_TRIES)
 		return 0;
-	r = fill_file(p->fd, &p->st, &p->m, p->uid, why);
+	/* Why not the page cache: the state file says what the last warm found. */
+	if (!S.no_warm)
+		snprintf(after, sizeof(after), "; warm %s: %llu of %llu MiB in 2 MiB pages, try %u%s",
+			 r < 0 ? "failed" : r > 0 ? "found no whole 2 MiB of code" : "took",
+			 (unsigned long long)(w.huge >> 20), (unsigned long long)(w.code >> 20), p->tries + 1,
+			 runs ? ", the sender runs" : "");
+	r = fill_file(p->fd, &p->st, &p->m, p->uid, after, why);
 	/* No cache to fill: the page cache is the only way, while the tries last. */
 	return r == 0 && ++p->tries < MAX_TRIES ? 0 : r != 0 ? r : 1;
 }

@@ -10,7 +10,11 @@ LABELS = {
     "explicit": "explicit pages (`HUGETEXT_COPY=now HUGETEXT_MODE=explicit HUGETEXT_PAGE_CACHE=0`)",
     "share": "shared cache on hugetlbfs, warm (`HUGETEXT_SHARE=1`)",
     "tmpfs": "shared cache on a huge tmpfs, warm (no pool; `HUGETEXT_SHARE=1`)",
+    "zc_first": "zero configuration, first compile (the preload only, the text service running, empty cache)",
+    "zc_second": "zero configuration, second compile (what the service did in between)",
 }
+# The hand set-up paths the zero-configuration row is held against.
+HAND = ("steady", "tmpfs")
 
 
 def write(out, R):
@@ -23,6 +27,7 @@ def write(out, R):
     rows = cl.get("rows", {})
     intro(out, cl, rows)
     table(out, cl, rows)
+    zero_config(out, cl)
     reread(out, cl)
     w("The command of each run (`clang` from the row's tree):")
     w()
@@ -37,7 +42,8 @@ def intro(out, cl, rows):
     out.w(f"Issue 13's workload, `bench/run.sh --only clang`: clang 14 `-cc1 ... -O2 -emit-obj` (the command "
           f"line `clang++-14 -###` gives) on one translation unit that includes {len(cl.get('headers', []))} of "
           f"LLVM 14's headers, preprocessed once ({cl.get('tu_bytes', 0) / 1e6:.1f} MB), with "
-          f"`HUGETEXT_MATCH='{cl.get('match')}'` ({cl.get('code_mib')} MiB of code in the two libraries). "
+          f"`HUGETEXT_MATCH='{cl.get('match')}'` ({cl.get('code_mib')} MiB of code in the two libraries; the "
+          "zero-configuration rows set nothing, and the preload takes the two as big libraries). "
           "clang runs from copies of its binary and libraries, one tree per page-cache state, so that one row's "
           "page cache cannot help another's: plain, the copy path, explicit pages and the shared caches run on "
           "libraries kept in 4 KiB page-cache pages; the default start with no set-up and the first start have "
@@ -73,6 +79,18 @@ def table(out, cl, rows):
 
 def row_goal(k, v, r, rows):
     """Row k's goal cell: 'goal: verdict'; r: its speed-up."""
+    plain = rows.get("plain")
+    if k == "zc_second":
+        best = min((rows[h]["median"] for h in HAND if ok(rows.get(h))), default=None)
+        cpu = ratio(alt(plain), alt(v))
+        if not ok(v) or best is None or cpu is None:
+            return "within 1% of the best hand set-up, CPU ≤ plain: n/a"
+        met = v["median"] <= best * 1.01 and cpu >= 1.0
+        return (f"within 1% of the best hand set-up ({best:.2f} s), CPU ≤ plain: " +
+                ("met" if met else f"**missed** ({v['median'] / best:.3f}x its time, CPU {cpu:.3f}x)"))
+    if k == "zc_first":
+        return ("no slower than plain beyond its spread: " +
+                ("n/a" if not (ok(v) and ok(plain)) else "met" if v["median"] <= plain["max"] else "**missed**"))
     if k == "steady":
         return f"≥ 1.05x: {verdict(r, 1.0, 1.05, higher_better=True)}"
     if k == "first":
@@ -115,3 +133,30 @@ def reread(out, cl):
           f"what was lost, {sorted(rr)[len(rr) // 2]} MiB (median; each time: {', '.join(map(str, rr))}) of "
           f"{cl.get('code_mib')} MiB. The timed run itself must then keep everything and copy nothing.")
     out.w()
+
+
+def zero_config(out, cl):
+    """What the text service did between the first and second compiles, and its cache's memory."""
+    served = cl.get("zc_served") or []
+    if not served:
+        return
+    warmed = sum(1 for s in served for _ in s.get("warmed", []))
+    filled = sum(1 for s in served for _ in s.get("filled", []))
+    refused = sum(1 for s in served for _ in s.get("refused", []))
+    offered = sum(s.get("offered", 0) for s in served)
+    mib = 1048576
+    out.w(f"Zero configuration: each round restarted the text service (`hugetext serve`, as its unit starts it, "
+          f"in the bench's own mount namespace) with an empty cache and made the tree's page cache small; the "
+          f"first compile offered its libraries ({offered} offers in {len(served)} rounds), and before the "
+          f"second the service had warmed {warmed} files (2 MiB page-cache pages: the kernel maps them huge, no "
+          f"copy), filled {filled} cache entries and refused {refused}.")
+    for line in sorted({x for s in served for x in s.get("filled", []) + s.get("refused", [])})[:4]:
+        out.w(f"- {line}")
+    out.w()
+    m = cl.get("zc_memory") or {}
+    if m:
+        out.w(f"The shared cache's default limit on this machine: {m.get('limit', 0) / mib:.0f} MiB "
+              f"(1/16 of memory, within 256 MiB-4 GiB); after the run it held {m.get('entries', 0)} entries in "
+              f"{m.get('used', 0) / mib:.0f} MiB; evictions: {m.get('evicted_total', 0)}. Warmed files cost no "
+              "memory of the cache: they are the page cache the kernel keeps anyway.")
+        out.w()

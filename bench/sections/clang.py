@@ -17,6 +17,13 @@ state:
   steady  read back as 2 MiB pages before each run (what `hugetext setup`'s
           warm key or a first start does): the default settings' steady
           state (keeps the kernel's pages)
+  zc      zero configuration: the preload on and nothing else set (no
+          HUGETEXT_MATCH: clang's libraries are taken as big libraries),
+          the text service running (service.py).  Each round restarts the
+          service with an empty cache and makes the tree's page cache small
+          (the first compile after installing), runs clang, waits untimed
+          until the service has done with what the start offered, and runs
+          clang again (the second compile).
 The shared caches run on the cold tree: hugetlbfs (a reserved pool), and a
 tmpfs mounted huge=within_size (what `hugetext setup` mounts).
 
@@ -27,6 +34,7 @@ import shlex
 import shutil
 
 from .common import ARGS, DEFAULTS, ensure_pool, exec_bytes, interleave, log, run, sh, small_page_cache
+from .service import Service
 
 LLVM = "/usr/lib/llvm-14"
 CLANGXX = "clang++-14"
@@ -51,7 +59,11 @@ ROWS = {
     "explicit": ("cold", {"HUGETEXT_MODE": "explicit", "HUGETEXT_PAGE_CACHE": "0"}, True),
     "share": ("cold", {"HUGETEXT_SHARE": "1", "HUGETEXT_PAGE_CACHE": "0"}, True),
     "tmpfs": ("cold", {"HUGETEXT_SHARE": "1", "HUGETEXT_PAGE_CACHE": "0"}, True),
+    "zc_first": ("zc", DEFAULTS, True),
+    "zc_second": ("zc", DEFAULTS, True),
 }
+# Rows with no HUGETEXT_MATCH: what the preload takes by itself.
+ZERO_CONFIG = ("zc_first", "zc_second")
 POOL = 200  # 2 MiB pages: the explicit copy (about 75) and the shared cache's (as many)
 
 
@@ -128,6 +140,13 @@ def claim_problem(k, d):
         return f"explicit pages: mode {sorted(d['mode'])}"
     if k in ("share", "tmpfs") and d["cache"] != {"hit"}:
         return f"shared cache: {sorted(d['cache']) or 'no cache key'}, not hit"
+    if k in ZERO_CONFIG and d["copied"]:
+        return f"copied {d['copied']} bytes privately ({', '.join(d['status'])}); must copy nothing"
+    if k == "zc_first" and "offered" not in d["cache"]:
+        return f"not offered to the text service ({', '.join(d['status'])}; cache {sorted(d['cache'])})"
+    if k == "zc_second" and not (d["huge"] > 0 and (d["kept"] >= d["huge"] or d["cache"] == {"hit"})):
+        return (f"second start: {d['huge']} bytes huge, kept {d['kept']}, cache {sorted(d['cache'])} "
+                f"({', '.join(d['status'])}); must be kept by the page cache or a cache hit")
     return None
 
 
@@ -170,7 +189,7 @@ def clang():
     reps = 3 if ARGS.quick else 7
     work = os.path.realpath(os.path.join(ARGS.bin, "clang"))
     os.makedirs(work, exist_ok=True)
-    trees = {t: make_tree(os.path.join(work, t)) for t in ("cold", "first", "steady")}
+    trees = {t: make_tree(os.path.join(work, t)) for t in ("cold", "first", "steady", "zc")}
     for t in trees:
         why = loads_tree(os.path.join(work, t))
         if why:
@@ -189,7 +208,7 @@ def clang():
 
     def env(k):
         s = tree_env(os.path.join(work, ROWS[k][0]), ROWS[k][1] or {})
-        if ROWS[k][2]:
+        if ROWS[k][2] and k not in ZERO_CONFIG:
             s["HUGETEXT_MATCH"] = MATCH
         if k == "share":
             s.update(share or {})
@@ -206,6 +225,12 @@ def clang():
             ensure_pool(POOL)
         if k == "steady":
             reread.append(restore_steady())
+        if k == "zc_first":
+            why = service.reset()
+            for lib in trees["zc"]:
+                small_page_cache(lib)
+            return why
+        return None
 
     def restore_steady():
         """MiB of the steady tree's code that an untimed start had to read back again.
@@ -222,53 +247,83 @@ def clang():
         return os.path.join(work, ROWS[k][0], "lib")
 
     def once(k):
-        prepare(k)
-        return run(argv(k), env(k), preload=ROWS[k][2], cwd=work)
+        why = prepare(k)
+        r = run(argv(k), env(k), preload=ROWS[k][2], cwd=work)
+        if why:
+            r.rc, r.err = -1, why
+        if k == "zc_first" and r.rc == 0:
+            served.append(after_first(r))
+        return r
+
+    def after_first(r):
+        """Untimed: waits for the service to do what the first start offered; what it did."""
+        offered = sum(1 for x in r.report if x.get("cache") == "offered")
+        st = service.wait_served(offered) or service.state()
+        return {"offered": offered, "warmed": st.get("warmed", []), "filled": st.get("filled", []),
+                "refused": st.get("refused", []), "memory": service.memory()}
 
     for lib in trees["cold"] + trees["steady"]:
         small_page_cache(lib)
-    checks, seen, starts, reread = {}, {}, {}, []
-    for k in ROWS:
-        if k == "share" and not share:
-            checks[k] = "no hugetlbfs mount for the shared cache"
-            continue
-        if k == "tmpfs" and not tmpfs:
-            checks[k] = "no tmpfs (huge=within_size) mount for the shared cache"
-            continue
-        # The warm cache needs an earlier start that fills it; a steady start
-        # that still copied some 2 MiB (a page the read-back did not get
-        # whole) has read that back too, so a second try may be steady.
-        for n in range(1, 5 if k in ("steady", "share", "tmpfs") else 2):
-            r = once(k)
-            checks[k] = report_problem(k, r, libdir(k))
-            if not checks[k]:
-                break
-        starts[k] = n
-        seen[k] = summary(r, libdir(k))
-        log(f"clang {k}: {r.wall_ms / 1e3:.2f} s, {checks[k] or 'as claimed'} (start {n})")
-    res["first_check"] = seen
-    res["check_starts"] = starts
-    # The first check of the copy rows left the cold tree as it was; make sure.
-    for lib in trees["cold"]:
-        small_page_cache(lib)
-    log(f"clang -cc1 -O2 of {res['tu_bytes'] / 1e6:.1f} MB: {reps} interleaved rounds")
-    last = {}
+    checks, seen, starts, reread, served = {}, {}, {}, [], []
+    service = Service(os.path.join(os.path.dirname(os.path.dirname(ARGS.preload)), "tools", "hugetext"))
+    no_service = service.setup()
 
-    def thunk(k):
-        def f():
-            r = once(k)
-            why = report_problem(k, r, libdir(k))
-            last[k] = summary(r, libdir(k))
+    def timed():
+        """The claim checks, then the interleaved rounds, into res."""
+        for k in ROWS:
+            if k in ZERO_CONFIG and no_service:
+                checks[k] = no_service
+                continue
+            if k == "zc_second" and checks.get("zc_first"):
+                checks[k] = "its first compile did not show what it claims (the row above)"
+                continue
+            if k == "share" and not share:
+                checks[k] = "no hugetlbfs mount for the shared cache"
+                continue
+            if k == "tmpfs" and not tmpfs:
+                checks[k] = "no tmpfs (huge=within_size) mount for the shared cache"
+                continue
+            # The warm cache needs an earlier start that fills it; a steady start
+            # that still copied some 2 MiB (a page the read-back did not get
+            # whole) has read that back too, so a second try may be steady.
+            for n in range(1, 5 if k in ("steady", "share", "tmpfs") else 2):
+                r = once(k)
+                checks[k] = report_problem(k, r, libdir(k))
+                if not checks[k]:
+                    break
+            starts[k] = n
+            seen[k] = summary(r, libdir(k))
+            log(f"clang {k}: {r.wall_ms / 1e3:.2f} s, {checks[k] or 'as claimed'} (start {n})")
+        res["first_check"] = seen
+        res["check_starts"] = starts
+        # The first check of the copy rows left the cold tree as it was; make sure.
+        for lib in trees["cold"]:
+            small_page_cache(lib)
+        log(f"clang -cc1 -O2 of {res['tu_bytes'] / 1e6:.1f} MB: {reps} interleaved rounds")
+        last = {}
+
+        def thunk(k):
+            def f():
+                r = once(k)
+                why = report_problem(k, r, libdir(k))
+                last[k] = summary(r, libdir(k))
+                if why:
+                    return None, why
+                return {"wall": r.wall_ms / 1e3, "cpu": r.cpu_ms / 1e3}, None
+            return f
+        res["rows"] = interleave({k: thunk(k) for k in ROWS if not checks.get(k)}, reps, None, "clang",
+                                 follow={"zc_second": "zc_first"})
+        for k, why in checks.items():
             if why:
-                return None, why
-            return {"wall": r.wall_ms / 1e3, "cpu": r.cpu_ms / 1e3}, None
-        return f
-    res["rows"] = interleave({k: thunk(k) for k in ROWS if not checks.get(k)}, reps, None, "clang")
-    for k, why in checks.items():
-        if why:
-            res["rows"][k] = {"na": why}
-    res["last_report"] = last
+                res["rows"][k] = {"na": why}
+        res["last_report"] = last
+
+    try:
+        timed()
+    finally:
+        res["zc_memory"] = service.memory() if not no_service else None
+        service.finish()
+    res["zc_served"] = served
     res["steady_reread_mib"] = reread
     res["order"] = list(ROWS)
     return res
-

@@ -163,13 +163,20 @@ def stats(xs):
             "q1": q[0], "q3": q[2], "values": xs}
 
 
-def interleave(variants, reps, one, label):
-    """variants: {name: thunk() -> (value or None, problem or None)}."""
+def interleave(variants, reps, one, label, follow=None):
+    """variants: {name: thunk() -> (value or None, problem or None)}.
+
+    follow: {b: a}: b runs right after a in every round (a second start).
+    """
     vals = {k: [] for k in variants}
     probs = {k: [] for k in variants}
     names = list(variants)
     for i in range(reps):
         random.shuffle(names)
+        for b, a in (follow or {}).items():
+            if a in names and b in names:
+                names.remove(b)
+                names.insert(names.index(a) + 1, b)
         for k in names:
             v, prob = variants[k]()
             if prob:
