@@ -33,7 +33,41 @@ WHERE_TEXT = [
     "`AT_ENTRY` (`LD_SHOW_AUXV=1`) minus its ELF entry. clang's libraries are the",
     "copies the check put on the disk under test; `bigtext-aligned` is linked with",
     "2 MiB segment alignment, `bigtext-pie` and `libbigtext` with 4 KiB, as",
-    "Debian links its programs and libraries; node is this machine's `/usr/bin/node`.",
+    "Debian links its programs and libraries; node is this machine's `/usr/bin/node`",
+    "(a non-PIE build, at a fixed address); *via ld.so* is the same `bigtext-pie`",
+    "started as `/lib64/ld-linux-x86-64.so.2 bigtext-pie`; *on /* is Debian's",
+    "libLLVM where the machine's root holds it (in a guest, the host's root over 9p",
+    "under overlayfs).",
+    "",
+    "What decides it:",
+    "",
+    "- **Libraries:** ld.so maps each with one `mmap()` of the whole object at an",
+    "  address the kernel picks, and ext4's and XFS's mappings of 2 MiB and more are",
+    "  placed where address and file offset agree modulo 2 MiB",
+    "  (`thp_get_unmapped_area`, on 6.1, 6.12 and 6.18 alike). So libLLVM,",
+    "  libclang-cpp and every big library load on the grid on these file systems, as",
+    "  the distribution ships them; a file system without that hook (9p under",
+    "  overlayfs here) places them on the 4 KiB grid.",
+    "- **PIE programs:** the kernel's ELF loader puts a position-independent program",
+    "  at a random base on the grid of its largest segment alignment, 4 KiB for",
+    "  Debian's (postgres, mariadbd, qemu, gdb: 5-9 MiB of code each, all linked so):",
+    "  they never agree, on any kernel. Non-PIE programs load at their link address,",
+    "  which agrees when the linker put their code at an offset congruent to its",
+    "  address (node here does).",
+    "- **Where they do not agree, no zero-copy path is left:** the kernel maps a",
+    "  page-cache folio with a 2 MiB page only at an address that agrees with its",
+    "  file offset, and one cache entry holds the code at one alignment while each",
+    "  start draws another of 512. The library then offers nothing to the service",
+    "  (nothing it could warm or fill would serve a later start), says `load address",
+    "  not 2 MiB-aligned` in the report when a text cache exists, and leaves the code",
+    "  to the private copy, made only once the process has run long enough to pay",
+    "  (`HUGETEXT_COPY=auto`). `hugetext edit --align` fixes a file until its package",
+    "  is upgraded; started through ld.so (*via ld.so*), the same unedited file loads",
+    "  as a library does, on the grid wherever libraries do, and its second start is",
+    "  zero-copy (the zero-configuration column's `bigtext-pie-ldso`). That is a way",
+    "  for a service's own start command, not a default: the process's",
+    "  `/proc/PID/exe` and name become ld.so's, and a set-user-ID or file-capability",
+    "  program loses them.",
 ]
 KERNEL_ORDER = {"6.1": 0, "6.12": 1, "host": 2}
 COLUMNS = ["kernel", "fs", "THP", "huge page count", "1st start", "2nd start", "`HUGETEXT_PAGE_CACHE=0`",
@@ -158,8 +192,15 @@ def zeroconf_path(probe_lines):
     verdicts = [l for l in probe_lines if l.get("case") == "zc_result"]
     if not verdicts:
         return "not run"
-    return "; ".join("%s %s: %s" % (v.get("program", "?"), v.get("result", "?"), v.get("text", ""))
-                     for v in verdicts)
+    cells = []
+    for v in verdicts:
+        program, text = v.get("program", "?"), v.get("text", "")
+        # A program of one object: its name once.
+        first = re.match(r"(\S+?):? ", text)
+        if first and program.startswith(first.group(1)):
+            text = text[first.end():]
+        cells.append("%s %s: %s" % (program, v.get("result", "?"), text))
+    return "; ".join(cells)
 
 
 def skip_reason(stdout):
@@ -374,7 +415,7 @@ def loads_table(rows, old, label):
     print("|" + "---|" * len(cols))
     out = []
     for _, kernel, fs, thp, env, probe, d in rows:
-        if not probe["loads"]:
+        if not probe or not probe["loads"]:
             continue
         by = {l.get("object"): l for l in probe["loads"]}
         cells = [env.get("kernel", kernel), fs, thp]
@@ -460,7 +501,17 @@ def main():
     print("*default start* is a first start of a program that ends soon; *after `hugetext")
     print("setup`* is two starts once `hugetext setup` has mounted its shared text cache (a")
     print("tmpfs with `huge=within_size`): the first fills it (miss), the second maps it")
-    print("(hit) and copies nothing.")
+    print("(hit) and copies nothing. *zero config, 2nd start* is tests/kernel/zeroconf.sh:")
+    print("the shipped `/etc/hugetext.conf`, the preload, and `hugetext serve` started by")
+    print("hand as its unit starts it, nothing else set; each program started twice, and")
+    print("the second start's report must show the page cache's 2 MiB folios kept or the")
+    print("service's entry hit, with 0 bytes copied privately (*ok*), or, where the")
+    print("load address rules both out (section \"Where code loads\"), that it is so")
+    print("(*skipped*). clang's object must equal the plain one. The programs:")
+    print("`bigtext-aligned`; `bigtext-pie` (4 KiB segments), started by the kernel and")
+    print("through ld.so (`bigtext-pie-ldso`); `clang++ -O2 -c` of a small file, with")
+    print("Debian's libLLVM and libclang-cpp copied onto the disk under test and bound")
+    print("over the installed files (full runs only, as the clang check).")
 
 
 if __name__ == "__main__":

@@ -260,4 +260,5 @@ python3 -c 'import json, sys
 s = json.load(open(sys.argv[1])); s["case"] = "zc_service"
 print(json.dumps(s, separators=(",", ":")))' /run/hugetext/service.json >>"$out" 2>/dev/null
 
+echo "zeroconf: $SECONDS s"
 ! grep -q '^failed' "$result"
