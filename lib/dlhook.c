@@ -163,7 +163,7 @@ uintptr_t ht_dlopen_route(const char *file, int mode, const void *caller, unsign
 
 	resolve_real();
 	/* Under a shadow stack, glibc's return to the return site would be fatal. */
-	if (ht_preload_active && file && !(mode & RTLD_NOLOAD) && !in_hook && !ht_lock_held && !ssp)
+	if (file && !(mode & RTLD_NOLOAD) && !in_hook && !ht_lock_held && !ssp && ht_preload_ready())
 		ret = return_site_for(caller);
 	errno = saved;
 	return ret;

@@ -4,7 +4,8 @@
  * before its main() runs, and the code of libraries it loads later with
  * dlopen() before that dlopen() returns (dlhook.c).  Settings come from
  * HUGETEXT_* variables read with secure_getenv(), so set-user-ID programs
- * ignore them.
+ * ignore them, and from the policy file; both are read only where they
+ * could matter (nothing_could_move).
  *
  * With HUGETEXT_ASYNC=1 the code is moved by a background thread while
  * main() runs (background.c), which takes the copy off the start-up path.
@@ -21,6 +22,8 @@
 
 #include <dlfcn.h>
 #include <errno.h>
+#include <link.h>
+#include <pthread.h>
 #include <regex.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -164,6 +167,36 @@ static int worth_moving_now(void)
 	return ht_objects_each(worth_one, NULL) != 0;
 }
 
+/*
+ * One object's executable segments, summed as ht_object_code_bytes() does
+ * (or more: it stops at HT_MAX_SEGS), straight from the program headers.
+ */
+static int could_move(struct dl_phdr_info *info, size_t size, void *unused)
+{
+	uint64_t code = 0;
+
+	(void)size, (void)unused;
+	for (int i = 0; i < info->dlpi_phnum; i++)
+		if (info->dlpi_phdr[i].p_type == PT_LOAD && (info->dlpi_phdr[i].p_flags & PF_X))
+			code += info->dlpi_phdr[i].p_memsz;
+	return code >= HT_HUGE_PAGE_SIZE;
+}
+
+/*
+ * Could any setting move something loaded now?  No setting moves an object
+ * with less than one 2 MiB page of code (ht_object_big_enough), so where
+ * every object is smaller and the environment holds no setting of ours
+ * (which could ask for a report), the policy file cannot change what
+ * happens before main(): it is read at the first dlopen() instead
+ * (ht_preload_ready), or never.  Most programs (coreutils, shells, git's
+ * helpers) stop here, with no system call, no libc lookup and no clock
+ * read: 24k instructions of /bin/true's start (callgrind).
+ */
+static int nothing_could_move(void)
+{
+	return !env_has_settings() && dl_iterate_phdr(could_move, NULL) == 0;
+}
+
 /* Says, when a report or verbose is asked, that nothing was worth a move. */
 static void report_not_worth(void)
 {
@@ -181,11 +214,10 @@ static void report_not_worth(void)
 	ht_report_emit(&ht_preload_opt, &g);
 }
 
-__attribute__((constructor)) static void ht_preload(void)
+/* The policy file and the environment, once (the constructor or the first dlopen()). */
+static void read_settings(void)
 {
 	char policy_note[300];
-	int saved = errno;
-	double t0 = ht_now_ms();
 
 	ht_options_init(&ht_preload_opt);
 	/*
@@ -206,7 +238,25 @@ __attribute__((constructor)) static void ht_preload(void)
 		have_match = ht_regcomp(&match_re, ht_preload_opt.match, REG_EXTENDED | REG_NOSUB) == 0;
 	if (ht_preload_active && ht_preload_opt.copy == HT_COPY_AUTO)
 		ht_background_defer_init(&ht_preload_opt);
-	if (ht_preload_active && worth_moving_now()) {
+}
+
+static pthread_once_t settings_once = PTHREAD_ONCE_INIT;
+
+int ht_preload_ready(void)
+{
+	int saved = errno;
+
+	pthread_once(&settings_once, read_settings);
+	errno = saved;
+	return ht_preload_active;
+}
+
+/* What the constructor does where something could move. */
+static void preload_start(void)
+{
+	double t0 = ht_now_ms();
+
+	if (ht_preload_ready() && worth_moving_now()) {
 		if (ht_preload_policy.async || ht_preload_opt.copy == HT_COPY_AUTO)
 			absolute_report_path();
 		if (!ht_preload_policy.async || ht_background_start(&ht_preload_opt) < 0) {
@@ -218,6 +268,14 @@ __attribute__((constructor)) static void ht_preload(void)
 	} else if (ht_preload_active) {
 		report_not_worth();
 	}
+}
+
+__attribute__((constructor)) static void ht_preload(void)
+{
+	int saved = errno;
+
+	if (!nothing_could_move())
+		preload_start();
 	/* The program must not see anything of us, not even errno. */
 	errno = saved;
 }

@@ -79,7 +79,12 @@ static int find_loader(const char *file, struct loader *l)
  * The lookup takes the default version, as the linker would.  A name it
  * misses (an IFUNC, glibc before 2.33's fstat64) is asked of glibc's
  * dlsym() on a libc handle, which searches libc and ld.so only; a name
- * libc lacks, or no libc found at all, keeps the binding the linker gave.
+ * libc lacks, or no libc found at all, gets a call that fails with ENOSYS
+ * (libc_missing).  No name is bound by the linker as a fallback: taking
+ * its address made ld.so look up all 33 names in every process at load
+ * (GLOB_DAT relocations, about 24k instructions of /bin/true's 189k under
+ * the preload), and such a binding reached the program's own function of
+ * that name first.
  */
 static void *libc_dlsym(struct loader *ld, void **libc, int *tried, const char *sym)
 {
@@ -89,6 +94,26 @@ static void *libc_dlsym(struct loader *ld, void **libc, int *tried, const char *
 			*libc = ld->dlopen("libc.so.6", RTLD_LAZY | RTLD_NOLOAD);
 	}
 	return *libc ? ld->dlsym(*libc, sym) : NULL;
+}
+
+/*
+ * What a name no lookup found is called through: it fails as a system call
+ * the kernel lacks does.  Reached only where libc itself cannot be found in
+ * our namespace (every name the library routes is in glibc 2.34, which the
+ * preload's other imports need anyway).  The table's types differ from
+ * these; the ABIs of Linux's processors let a callee that reads no
+ * argument be called so.
+ */
+static long libc_missing(void)
+{
+	errno = ENOSYS;
+	return -1;
+}
+
+static void *libc_missing_ptr(void)
+{
+	errno = ENOSYS;
+	return NULL;
 }
 
 static void resolve_libc(void)
@@ -106,9 +131,14 @@ static void resolve_libc(void)
 		p = libc_dlsym(&ld, &libc, &tried, sym); \
 		missed |= libc && !p; \
 	} \
-	libc_fns.field = p ? (__typeof__(libc_fns.field))p : field;
+	libc_fns.field = (__typeof__(libc_fns.field))(p ? p : (void *)libc_missing);
 	HT_LIBC_FUNCS(RESOLVE)
 #undef RESOLVE
+	/* The two that return a string say "none" with NULL (mmap's -1 is MAP_FAILED). */
+	if ((void *)libc_fns.getcwd == (void *)libc_missing)
+		libc_fns.getcwd = (char *(*)(char *, size_t))(void *)libc_missing_ptr;
+	if ((void *)libc_fns.secure_getenv == (void *)libc_missing)
+		libc_fns.secure_getenv = (char *(*)(const char *))(void *)libc_missing_ptr;
 	/* A failed lookup leaves a message that the program's next dlerror() would see. */
 	if (missed || (ld.dlopen && !libc))
 		ld.dlerror();

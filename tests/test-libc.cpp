@@ -137,6 +137,48 @@ TEST_CASE("every libc name the built libraries bind is routed through sys.c or a
 	}
 }
 
+// What ld.so must look up in every process that loads a library, before any
+// of its code runs: the symbols of its GLOB_DAT relocations (lazy PLT
+// slots are looked up at their first call only).
+static std::vector<std::string> load_time_bindings(const std::string &path)
+{
+	prog_result r = run_prog({ "readelf", "-rW", path });
+	INFO(r.err);
+	REQUIRE(r.status == 0);
+	std::vector<std::string> out;
+	std::istringstream in(r.out);
+	std::string line;
+	while (std::getline(in, line)) {
+		std::istringstream f(line);
+		std::string offset, info, type, value, name;
+		if (f >> offset >> info >> type >> value >> name && type.find("GLOB_DAT") != std::string::npos)
+			out.push_back(strip_version(name));
+	}
+	return out;
+}
+
+TEST_CASE("loading either library makes ld.so look up no libc function, only the toolchain's glue and __environ",
+	  "[libc]")
+{
+	// sys.c finds libc's functions itself, when first needed; a fallback that
+	// took their addresses cost every process 33 lookups at load (issue 21).
+	static const std::set<std::string> data = { "__environ", "__cxa_finalize", "__gmon_start__",
+						    "_ITM_deregisterTMCloneTable", "_ITM_registerTMCloneTable" };
+	REQUIRE(have_program("readelf"));
+	for (const char *lib : libraries) {
+		auto names = load_time_bindings(build_path(lib));
+		INFO(lib);
+		// The glue of crtbeginS.o is in every shared library gcc links.
+		CHECK(!names.empty());
+		for (auto &n : names) {
+			INFO(n);
+			// A sanitizer build's runtime has its own.
+			bool sanitizer = allowed_name(n) && !allowed.count(n) && n.rfind("pthread_", 0) != 0;
+			CHECK((data.count(n) || sanitizer));
+		}
+	}
+}
+
 // The objects of both libraries: the internal archive and the preload's own.
 static std::vector<std::pair<std::string, std::string>> object_symbols()
 {

@@ -94,6 +94,66 @@ TEST_CASE("a program with too little text is left alone and the report says why"
 	}
 }
 
+// The files a run opens or reads as a link, as strace records them, one call a line.
+static std::string traced_files(const std::vector<std::string> &argv, const std::vector<std::string> &env)
+{
+	std::string log = temp_path("files.strace");
+	std::vector<std::string> cmd = { "strace", "-f", "-qq", "-o", log, "-e", "trace=open,openat,readlink" };
+	cmd.insert(cmd.end(), argv.begin(), argv.end());
+	// Without the settings main.cpp gives every program the tests start.
+	std::vector<std::string> vars = { "HUGETEXT_PAGE_CACHE", "HUGETEXT_COPY" };
+	vars.insert(vars.end(), env.begin(), env.end());
+	run_result r = run_cmd(cmd, vars);
+	INFO(r.err);
+	REQUIRE(r.status == 0);
+	std::string calls = read_file(log);
+	unlink(log.c_str());
+	return calls;
+}
+
+TEST_CASE("a program with less than 2 MiB of code in every object: the preload opens nothing, not even the policy file",
+	  "[preload]")
+{
+	// No setting moves such an object, so the constructor reads neither the
+	// policy file nor /proc: it only walks the loader's list (issue 21, item 3).
+	if (!have_program("strace")) {
+		WARN("skipped: strace is not installed");
+		return;
+	}
+	const std::string conf = "/etc/hugetext.conf";
+	std::string calls = traced_files({ build_path("tests/small") }, { "LD_PRELOAD=" + preload() });
+	INFO(calls);
+	CHECK(calls.find("libhugetext-preload.so") != std::string::npos);
+	CHECK(calls.find(conf) == std::string::npos);
+	CHECK(calls.find("/proc/") == std::string::npos);
+	// A setting in the environment may ask for a report: then the file is read.
+	calls = traced_files({ build_path("tests/small") }, { "LD_PRELOAD=" + preload(), "HUGETEXT_VERBOSE=0" });
+	CHECK(calls.find(conf) != std::string::npos);
+	// And so it is where an object has the code for a huge page.
+	calls = traced_files({ build_path("tests/bigtext-pie") }, { "LD_PRELOAD=" + preload() });
+	CHECK(calls.find(conf) != std::string::npos);
+}
+
+TEST_CASE("a small program reads the settings at its first dlopen() and the hook then examines the new library",
+	  "[preload]")
+{
+	// The constructor had no need to read them; the dlopen() hook still
+	// honours them, read once, before glibc loads anything.
+	if (!have_program("strace")) {
+		WARN("skipped: strace is not installed");
+		return;
+	}
+	std::string lib = build_path("tests/libbigtext.so");
+	std::string calls = traced_files({ build_path("tests/dso-dlopen"), lib }, { "LD_PRELOAD=" + preload() });
+	INFO(calls);
+	size_t conf = calls.find("/etc/hugetext.conf"), opened = calls.find("libbigtext.so\"");
+	REQUIRE(conf != std::string::npos);
+	REQUIRE(opened != std::string::npos);
+	CHECK(conf < opened);
+	// The library's run reads the maps only for a new object that may fill a huge page.
+	CHECK(calls.find("/proc/self/maps", opened) != std::string::npos);
+}
+
 TEST_CASE("a program under the policy's minimum of code is not moved; above it, it is", "[preload]")
 {
 	std::string prog = build_path("tests/bigtext-pie"), report = temp_path("mincode.json");
