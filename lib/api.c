@@ -25,7 +25,8 @@
  * (ht_options.copy).  A copy costs CPU time (getting and zeroing 2 MiB
  * pages, reading the code) that a short run never wins back.  auto copies
  * now only what repairs a warmed file (ht_policy_repair_now): the
- * read-back after the copy then makes every later start copy-free.  Else
+ * read-back after the copy then makes every later start copy-free; not
+ * when the text service took the file, which warms it off our path.  Else
  * it hands the span to the preload's background thread,
  * which copies once the process has used enough CPU time for the copy to
  * pay; the region says "deferred".  Without that thread it says why not.
@@ -38,7 +39,12 @@ static int copy_now(struct run *r, const struct ht_seg_query *q, const struct ht
 
 	if (opt->copy == HT_COPY_NOW || (opt->copy == HT_COPY_AUTO && ht_in_background))
 		return 1;
-	if (opt->copy == HT_COPY_AUTO && use_cache && ht_policy_repair_now(g->kept_bytes, bytes))
+	/*
+	 * Offered to the text service: it warms the file again once this
+	 * process is done with it, so the repair's private copy is not made.
+	 */
+	if (opt->copy == HT_COPY_AUTO && use_cache && !(g->cache && !strcmp(g->cache, "offered")) &&
+	    ht_policy_repair_now(g->kept_bytes, bytes))
 		return 1;
 	/*
 	 * THP off for this process (inherited over exec): only explicit pages

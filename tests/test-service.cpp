@@ -393,6 +393,25 @@ TEST_CASE("where the file system keeps 2 MiB pages, the next start is zero-copy 
 		CHECK(second["cache"] == "hit");
 	CHECK(second["huge_bytes"] == second["bytes"]);
 	CHECK(second.count("private_huge_bytes") == 0);
+	if (svc.num("warmed_total") < 1)
+		return;
+
+	// The warmed file loses one 2 MiB page (reclaim): the default start
+	// keeps the rest and offers the file again, with no private copy to
+	// repair it; without the service it repairs (copies, reads back).
+	int fd = open(prog.c_str(), O_RDONLY);
+	REQUIRE(fd >= 0);
+	REQUIRE(posix_fadvise(fd, 16 << 20, 2 << 20, POSIX_FADV_DONTNEED) == 0);
+	close(fd);
+	report_line third = run_once(prog, { "HUGETEXT_PAGE_CACHE=1" });
+	CHECK(std::stoul(third["kept_bytes"]) + (2u << 20) == std::stoul(third["bytes"]));
+	CHECK(third["huge_bytes"] == third["kept_bytes"]);
+	CHECK(third["cache"] == "offered");
+	CHECK(third.count("private_huge_bytes") == 0);
+	report_line alone = run_once(prog, { "HUGETEXT_PAGE_CACHE=1", "HUGETEXT_SERVICE=0" });
+	CHECK(alone["huge_bytes"] == alone["bytes"]);
+	CHECK(alone["kept_bytes"] == third["kept_bytes"]);
+	CHECK(alone.count("private_huge_bytes") == 1);
 }
 
 TEST_CASE("hostile clients are refused and the service goes on serving", "[service]")
