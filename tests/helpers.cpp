@@ -12,6 +12,8 @@
 #include <poll.h>
 #include <signal.h>
 #include <sstream>
+#include <sched.h>
+#include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -395,4 +397,14 @@ std::string cache_entry(const std::string &dir)
 	}
 	closedir(d);
 	return found;
+}
+
+bool private_run_dir(const std::string &text_dir)
+{
+	static int ok = -1;
+	if (ok < 0)
+		ok = unshare(CLONE_NEWNS) == 0 && mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) == 0 &&
+		     mount("test-run", "/run", "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755") == 0 &&
+		     mkdir("/run/hugetext", 0755) == 0 && mkdir(text_dir.c_str(), 0755) == 0;
+	return ok;
 }

@@ -83,6 +83,12 @@ bool thp_enabled();
 // has it.  A file just written may sit in 2 MiB page-cache pages, which this
 // kernel maps huge by itself (the library then has nothing to move).
 void small_page_cache(const std::string &path);
+
+// Once per process: a private mount namespace with a tmpfs over /run and
+// /run/hugetext and @text_dir made in it (the text cache's and the
+// service's place), so that a test never meets the machine's.  False when
+// that cannot be had.
+bool private_run_dir(const std::string &text_dir);
 bool have_program(const std::string &name);
 
 #endif

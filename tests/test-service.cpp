@@ -41,16 +41,6 @@ const std::string text_dir = HT_TEXT_CACHE_DIR;
 const std::string shared_dir = text_dir + "/" HT_SERVICE_SHARED;
 const std::string sock = HT_SERVICE_SOCKET;
 
-bool private_run()
-{
-	static int ok = -1;
-	if (ok < 0)
-		ok = unshare(CLONE_NEWNS) == 0 && mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) == 0 &&
-		     mount("test-run", "/run", "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755") == 0 &&
-		     mkdir("/run/hugetext", 0755) == 0 && mkdir(text_dir.c_str(), 0755) == 0;
-	return ok;
-}
-
 } // namespace
 
 extern "C" const char *test_skip_reason(void)
@@ -61,7 +51,7 @@ extern "C" const char *test_skip_reason(void)
 		return "the kernel has no huge tmpfs (transparent huge pages)";
 	if (read_file("/sys/kernel/mm/transparent_hugepage/enabled").find("[never]") != std::string::npos)
 		return "transparent huge pages are set to never";
-	if (!private_run())
+	if (!private_run_dir(text_dir))
 		return "no private mount namespace";
 	return nullptr;
 }
