@@ -241,6 +241,8 @@ static int set_key(struct ht_conf *c, const struct line *l, const char *k, size_
 		err = parse_flag(l, "cover_ends", v, vn, &c->cover_ends), bit = HT_CONF_COVER_ENDS;
 	else if (key_is(k, kn, "service"))
 		err = parse_flag(l, "service", v, vn, &c->service), bit = HT_CONF_SERVICE;
+	else if (key_is(k, kn, "copy_hot"))
+		err = parse_flag(l, "copy_hot", v, vn, &c->copy_hot), bit = HT_CONF_COPY_HOT;
 	else if (key_is(k, kn, "async"))
 		err = parse_flag(l, "async", v, vn, &c->async), bit = HT_CONF_ASYNC;
 	else if (key_is(k, kn, "share"))

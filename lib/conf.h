@@ -56,6 +56,7 @@ enum ht_conf_key {
 	HT_CONF_COVER_ENDS = 1u << 16,
 	HT_CONF_BIG_LIBRARIES = 1u << 17,
 	HT_CONF_SERVICE = 1u << 20,
+	HT_CONF_COPY_HOT = 1u << 21,
 };
 
 /* mode = ...: the same order as enum ht_mode (internal.h). */
@@ -82,6 +83,7 @@ struct ht_conf {
 	int cover_ends;                   /* 0 or 1: ht_options.cover_ends */
 	int big_libraries;                /* 0 off, 1 on, 2 auto: as HT_BIG_LIBRARIES_* */
 	int service;                      /* 0 or 1: ht_options.service */
+	int copy_hot;                     /* 0 or 1: ht_options.copy_hot */
 	/* hugetext setup */
 	unsigned pool;                    /* 2 MiB pages; 0: leave the pool alone */
 	char hugetlbfs[HT_CONF_PATH_MAX];

@@ -33,6 +33,8 @@ void ht_policy_from_conf(const struct ht_conf *c, struct ht_options *opt, struct
 		opt->cover_ends = c->cover_ends;
 	if (c->set & HT_CONF_SERVICE)
 		opt->service = c->service;
+	if (c->set & HT_CONF_COPY_HOT)
+		opt->copy_hot = c->copy_hot;
 	if (c->set & HT_CONF_SHARE)
 		opt->share = c->share;
 	if (c->set & HT_CONF_COPY)

@@ -14,6 +14,7 @@
 extern "C" {
 #include "conf.h"
 #include "hugetext.h"
+#include "policy.h"
 #include "sys.h"
 }
 
@@ -474,6 +475,26 @@ TEST_CASE("cover_ends is a flag, off unless set", "[conf]")
 	REQUIRE(none->rc == 0);
 	CHECK_FALSE(none->conf.set & HT_CONF_COVER_ENDS);
 	CHECK(parse("cover_ends = yes\n")->rc == -EINVAL);
+}
+
+TEST_CASE("copy_hot is a flag, off unless set, and reaches the options", "[conf]")
+{
+	auto on = parse("copy_hot = 1\n");
+	REQUIRE(on->rc == 0);
+	CHECK(on->conf.set == HT_CONF_COPY_HOT);
+	CHECK(on->conf.copy_hot == 1);
+	CHECK(parse("copy_hot = maybe\n")->rc == -EINVAL);
+	struct ht_options o;
+	struct ht_policy p;
+	ht_options_init(&o);
+	ht_policy_init(&p);
+	CHECK(o.copy_hot == 0);
+	ht_policy_from_conf(&on->conf, &o, &p);
+	CHECK(o.copy_hot == 1);
+	auto off = parse("copy_hot = 0\n");
+	REQUIRE(off->rc == 0);
+	ht_policy_from_conf(&off->conf, &o, &p);
+	CHECK(o.copy_hot == 0);
 }
 
 TEST_CASE("big_libraries is 0, 1 or auto", "[conf]")
