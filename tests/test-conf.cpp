@@ -513,3 +513,28 @@ TEST_CASE("big_libraries is 0, 1 or auto", "[conf]")
 	CHECK(bad->err.find("big_libraries") != std::string::npos);
 	CHECK_FALSE(parse("mode = thp\n")->conf.set & HT_CONF_BIG_LIBRARIES);
 }
+
+TEST_CASE("the shipped /etc/hugetext.conf sets nothing, and each of its commented keys parses", "[conf]")
+{
+	std::string text = read_file(source_path("data/hugetext.conf"));
+	REQUIRE(!text.empty());
+	auto shipped = parse(text);
+	REQUIRE(shipped->rc == 0);
+	CHECK(shipped->conf.set == 0);
+	// Each "#key = value" line, uncommented alone, is a line the parser takes.
+	size_t keys = 0, at = 0;
+	while (at < text.size()) {
+		size_t end = text.find('\n', at);
+		std::string line = text.substr(at, end == std::string::npos ? std::string::npos : end - at);
+		at = end == std::string::npos ? text.size() : end + 1;
+		if (line.size() < 2 || line[0] != '#' || line.find(" = ") == std::string::npos ||
+		    line.find_first_not_of("abcdefghijklmnopqrstuvwxyz_", 1) != line.find(" = "))
+			continue;
+		INFO(line);
+		auto one = parse(line.substr(1) + "\n");
+		CHECK(one->rc == 0);
+		CHECK(one->conf.set != 0);
+		keys++;
+	}
+	CHECK(keys >= 20);
+}
