@@ -101,8 +101,9 @@ if [ $REPORT_ONLY = 0 ]; then
 	fi
 
 	say "measure"
-	# --only merges into the last results: on a fresh build dir, the committed ones.
-	if [ -n "$ONLY" ] && [ ! -f "$RESULTS" ] && [ -f docs/benchmarks.json ]; then
+	# --only merges into the last results, and a full run keeps their servers
+	# section: on a fresh build dir, the committed ones.
+	if [ ! -f "$RESULTS" ] && [ -f docs/benchmarks.json ]; then
 		mkdir -p "$(dirname "$RESULTS")"
 		cp docs/benchmarks.json "$RESULTS"
 	fi

@@ -21,6 +21,11 @@ def write(out, R):
         return
     if out.missing(sv):
         return
+    carried = (R.get("carried") or {}).get("servers")
+    if carried:
+        w(f"From the run of {carried} (`bench/run.sh --only servers`): a full run keeps the last servers "
+          "results, which take half an hour to measure; its machine and load were that run's.")
+        w()
     st = sv.get("settings", {})
     w(f"Each server is started fresh for each run with the variant's environment, on loopback; one load "
       f"warms it, then each load runs {st.get('seconds_per_load', '?')} s; {st.get('rounds', '?')} interleaved "
