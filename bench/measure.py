@@ -78,6 +78,7 @@ def main():
         if name == "servers" and not only:
             continue
         t = time.time()
+        (results.get("carried") or {}).pop(name, None)
         load0 = read("/proc/loadavg").split()[0]
         log(f"=== {name} (load average {load0})")
         try:
