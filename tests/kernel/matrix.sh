@@ -1,6 +1,8 @@
 #!/bin/bash
-# The kernel matrix: runs the test suite (minus fuzz), the clang check and
-# the probe of the library's path on the kernels Debian 12 users run,
+# The kernel matrix: runs the test suite (minus fuzz), the clang check, the
+# probe of the library's path and the zero-configuration check (zeroconf.sh:
+# the shipped configuration, the preload and `hugetext serve`; clang++ in it
+# with the clang check only) on the kernels Debian 12 users run,
 # Debian's 6.1 (linux-image-amd64) and bookworm's newest 6.12, booted under
 # qemu (TCG) against this machine's userland, and on the host's kernel,
 # with the project on a real ext4 or XFS disk, in THP always or madvise.
@@ -26,7 +28,7 @@
 # put back after it.  Needs root.  Downloads, unpacked kernels, images and each run's output
 # (console.log, testlog.json, probe.json) go under HT_KERNEL_CACHE
 # (default /var/cache/hugetext-kernels), with the commit it tested
-# (commit).  Prints one line per run,
+# (commit), and zeroconf.result.  Prints one line per run,
 # "matrix: KERNEL FS THP: N passed, N failed, N skipped", and exits
 # non-zero when any test failed or a run did not finish.
 set -u
