@@ -537,4 +537,7 @@ TEST_CASE("the shipped /etc/hugetext.conf sets nothing, and each of its commente
 		keys++;
 	}
 	CHECK(keys >= 20);
+	// The line that shows min_code shows the preload's default.
+	auto min = parse(text.substr(text.find("#min_code = ") + 1));
+	CHECK(min->conf.min_code == HT_POLICY_MIN_CODE_DEFAULT);
 }
