@@ -294,6 +294,11 @@ def family(release):
     return "host"
 
 
+# The suite cell of an earlier file's row that a probe-only run replaced:
+# the last suite run of that configuration, kept beside "probe only".
+SUITES = {}
+
+
 def earlier(path, label, have):
     """Rows and notes of an earlier docs/kernels.md whose configurations are
     not in @have, a set of (architecture, kernel label, fs, THP):
@@ -315,10 +320,12 @@ def earlier(path, label, have):
                 if key not in have:
                     loads[key] = cells
                 continue
+            if "(earlier run" not in cells.get("suite", ""):
+                cells["suite"] = "%s (%s)" % (cells.get("suite", "?"), label)
             if key not in have:
-                if "(earlier run" not in cells.get("suite", ""):
-                    cells["suite"] = "%s (%s)" % (cells.get("suite", "?"), label)
                 rows[key] = cells
+            elif not cells["suite"].startswith("probe only"):
+                SUITES[key] = cells["suite"]
             continue
         m = re.match(r"- (\S+), (\S+), THP (\S+): (.*)$", line)
         if m:
@@ -374,6 +381,8 @@ def table(arch, rows, old_rows, old_notes, commits, tested):
         suite, failed, skipped = suite_cell(d)
         if len(tested) > 1:
             suite += " (commit %s)" % commits[d]
+        if suite.startswith("probe only") and (arch, kernel, fs, thp) in SUITES:
+            suite += "; suite: " + SUITES[(arch, kernel, fs, thp)]
         release = env.get("kernel", k.get("release", kernel))
         cells = [release, fs, thp, count, start_path(probe.get("first")), start_path(probe.get("second")),
                  start_path(probe.get("copy")), start_path(probe.get("explicit")),
