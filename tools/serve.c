@@ -55,6 +55,7 @@
 #define RETRY_S 1          /* between two warms of a file still in use */
 #define FILL_AFTER 30      /* warms while the sender runs before the cache is filled */
 #define MAX_TRIES 300      /* five minutes of retries, then the file is dropped */
+#define GONE_TRIES 5       /* warms that took nothing once the sender was gone, before a fill */
 #define LOG_KEEP 32        /* lines of each kind kept for the state file */
 
 static const char serve_usage[] =
@@ -89,7 +90,7 @@ struct pending {
 	struct key k;
 	uid_t uid;
 	pid_t sender;
-	unsigned tries;
+	unsigned tries, gone_tries;
 	time_t next;
 };
 
@@ -547,8 +548,8 @@ static int sender_runs(const struct pending *p)
  * shared cache.  Pages that running processes map cannot be dropped and
  * read again, so a warm that did not take all is tried again later, for as
  * long as the tries last when the sender has gone (other processes map the
- * file); the cache is filled when the warm gave nothing once the sender was
- * gone (this file system keeps no 2 MiB pages), or after FILL_AFTER tries
+ * file); the cache is filled when the warm gave nothing GONE_TRIES times
+ * once the sender was gone (this file system keeps no 2 MiB pages), or after FILL_AFTER tries
  * while it runs (a server: its next start is served from the cache).
  * Returns 1 when done, 0 to try again, -1 when refused (@why).
  */
@@ -576,6 +577,13 @@ static int attempt(struct pending *p, const char **why)
 		return 0;
 	/* The sender is gone and the file system keeps 2 MiB pages: others still map it. */
 	if (r == 0 && !runs && w.huge > 0 && ++p->tries < MAX_TRIES)
+		return 0;
+	/*
+	 * Nothing took: either this file system keeps no 2 MiB pages, or
+	 * another process still maps all of the file (a compiler's driver
+	 * outlives the cc1 that sent it).  A few more tries tell them apart.
+	 */
+	if (r == 0 && !runs && w.huge == 0 && ++p->gone_tries < GONE_TRIES)
 		return 0;
 	/* Why not the page cache: the state file says what the last warm found. */
 	if (!S.no_warm)
