@@ -69,7 +69,9 @@ def main():
         for k in ("servers",):
             if k in old:
                 results[k] = old[k]
-                results.setdefault("carried", {})[k] = old.get("machine", {}).get("date", "an earlier run")
+                when = (old.get("measured") or {}).get(k, "an earlier run")
+                results.setdefault("carried", {})[k] = when
+                results.setdefault("measured", {})[k] = when
     t0 = time.time()
     for name, fn in steps:
         if only and name not in only:
@@ -88,6 +90,7 @@ def main():
             traceback.print_exc()
             results[name] = {"na": f"the step crashed: {e!r}"}
         results.setdefault("seconds", {})[name] = round(time.time() - t, 1)
+        results.setdefault("measured", {})[name] = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(t))
         results.setdefault("load", {})[name] = [float(load0), float(read("/proc/loadavg").split()[0])]
         with open(ARGS.out, "w") as f:
             json.dump(dict(results, notes=NOTES), f, indent=1)
