@@ -492,6 +492,37 @@ TEST_CASE("hostile clients are refused and the service goes on serving", "[servi
 	CHECK(cache_entry(shared_dir) != "");
 }
 
+TEST_CASE("an offer whose sender has exited before the service reads it is taken on the file's checks",
+	  "[service]")
+{
+	// A short-lived program (a compiler's cc1) may be gone, its maps with
+	// it, by the time the service reads them: the service is stopped while
+	// a child sends and is reaped, so that it always reads too late here.
+	text_cache cache;
+	REQUIRE(cache.ok);
+	std::string prog = program_copy("service-gone");
+	service svc({ "--no-warm" });
+	REQUIRE(svc.alive());
+	REQUIRE(kill(svc.pid, SIGSTOP) == 0);
+	pid_t child = fork();
+	if (child == 0) {
+		int fd = open(prog.c_str(), O_RDONLY);
+		ht_offer good = offer_of(span_off, span_len, span_len);
+		_exit(fd >= 0 && send_raw(&good, sizeof(good), { fd }) == 0 ? 0 : 1);
+	}
+	int status = -1;
+	REQUIRE(waitpid(child, &status, 0) == child);
+	REQUIRE(kill(svc.pid, SIGCONT) == 0);
+	CHECK(status == 0);
+	INFO(svc.text());
+	CHECK(svc.wait_for("filled_total", 1));
+	CHECK(svc.num("refused_total") == 0);
+	// The next start maps the entry: the same as when the sender was read.
+	report_line next = run_once(prog, { "HUGETEXT_PAGE_CACHE=0" });
+	CHECK(next["cache"] == "hit");
+	CHECK(next.count("private_huge_bytes") == 0);
+}
+
 TEST_CASE("an entry its file no longer matches is not mapped, and the service replaces it", "[service]")
 {
 	text_cache cache;
