@@ -83,18 +83,7 @@ have() {
 	command -v "$1" >/dev/null || { fail "$1" "not installed in the root (tests/arm64/run.sh installs it)"; return 1; }
 }
 
-cat >"$dir/t.cpp" <<'EOF'
-#include <map>
-#include <string>
-#include <vector>
-int main(int argc, char **argv)
-{
-	std::map<std::string, std::vector<int>> m;
-	for (int i = 0; i < argc; i++)
-		m[argv[i]].push_back(i);
-	return (int)m.size() - 1;
-}
-EOF
+cp "$(dirname "$0")/../kernel/clang-input.cpp" "$dir/t.cpp"
 
 # A compiler: the object without and with the preload, byte for byte.
 compiler() {

@@ -12,18 +12,7 @@ if [ -z "$clang" ]; then
 fi
 dir=$(mktemp -d "${TMPDIR:-/tmp}/hugetext-clang.XXXXXX") || exit 1
 trap 'rm -rf "$dir"' EXIT
-cat >"$dir/t.cpp" <<'EOF'
-#include <map>
-#include <string>
-#include <vector>
-int main(int argc, char **argv)
-{
-	std::map<std::string, std::vector<int>> m;
-	for (int i = 0; i < argc; i++)
-		m[argv[i]].push_back(i);
-	return (int)m.size() - 1;
-}
-EOF
+cp "$(dirname "$0")/clang-input.cpp" "$dir/t.cpp"
 "$clang" -O2 -c "$dir/t.cpp" -o "$dir/plain.o" || { echo "clang++ fails without the preload"; exit 1; }
 # HUGETEXT_COPY=now: the copy at start-up, which the check is about (with
 # the preload's default a compile this short defers it and copies nothing).

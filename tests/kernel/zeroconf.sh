@@ -240,18 +240,7 @@ ldso=$(python3 -c 'import sys; sys.path.insert(0, sys.argv[1]); import where; pr
 	"$here" "$dir/bigtext-pie")
 twice bigtext-pie-ldso 120 'bigtext-pie$' ' via ld.so' -- "$ldso" "$dir/bigtext-pie"
 if [ -n "$clang" ]; then
-	cat >"$dir/t.cpp" <<'EOF'
-#include <map>
-#include <string>
-#include <vector>
-int main(int argc, char **argv)
-{
-	std::map<std::string, std::vector<int>> m;
-	for (int i = 0; i < argc; i++)
-		m[argv[i]].push_back(i);
-	return (int)m.size() - 1;
-}
-EOF
+	cp "$here/clang-input.cpp" "$dir/t.cpp"
 	clang++ -O2 -c "$dir/t.cpp" -o "$dir/plain.o"
 	twice clang 300 'libLLVM|libclang-cpp|libz3' '' -- clang++ -O2 -c "$dir/t.cpp" -o "$dir/moved.o"
 	if ! cmp -s "$dir/plain.o" "$dir/moved.o"; then
