@@ -114,6 +114,17 @@ def run(argv, env=None, preload=False, report=True, timeout=600, cwd=None):
 DEFAULTS = {"HUGETEXT_PAGE_CACHE": None, "HUGETEXT_COPY": None}
 
 
+def terminate(proc, grace):
+    """Ends a child: SIGTERM, then SIGKILL after grace seconds; reaped either way."""
+    if proc and proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(grace)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
 def small_page_cache(path):
     """Leaves path's page cache in 4 KiB pages: dropped, then read 4 KiB at a time."""
     fd = os.open(path, os.O_RDONLY)

@@ -39,12 +39,12 @@ import json
 import os
 import re
 import shutil
-import signal
 import socket
 import subprocess
 import time
 
-from .common import ARGS, TMP, ensure_pool, exec_bytes, interleave, log, note, read, sh, small_page_cache
+from .common import (ARGS, TMP, ensure_pool, exec_bytes, interleave, log, note, read, sh, small_page_cache,
+                     terminate)
 
 PG_BIN = "/usr/lib/postgresql/15/bin"
 MARIADBD = "/usr/sbin/mariadbd"
@@ -311,13 +311,7 @@ class Server:
         self.work, self.proc = work, None
 
     def stop(self):
-        if self.proc and self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(60)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        terminate(self.proc, 60)
         self.proc = None
 
 

@@ -16,11 +16,10 @@ service mounted.
 """
 import json
 import os
-import signal
 import subprocess
 import time
 
-from .common import TMP, log, read
+from .common import TMP, log, read, terminate
 
 RUN = "/run/hugetext"
 STATE = os.path.join(RUN, "service.json")
@@ -67,13 +66,7 @@ class Service:
         return None if os.path.exists(SOCKET) else f"hugetext serve did not start: {read(self.log)[-300:]}"
 
     def stop(self):
-        if self.proc and self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        terminate(self.proc, 10)
         self.proc = None
 
     def reset(self):
