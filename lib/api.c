@@ -108,6 +108,20 @@ static size_t private_code(const struct ht_seg_plan *p, uintptr_t end)
 	return n > p->readonly ? n - p->readonly : 0;
 }
 
+/* A copy of what runs: the parts of @from it left on 4 KiB pages wait for a later pass. */
+static void keep_rest(struct run *r, const struct ht_seg_query *q, const struct ht_seg_plan *from,
+		      const struct ht_seg_plan *part)
+{
+	struct ht_seg_query out[2];
+	size_t n;
+
+	if (!r->rest)
+		return;
+	n = ht_hot_rest(q, from->span, part->span, out);
+	for (size_t i = 0; i < n && r->rest->n < r->rest->max; i++)
+		r->rest->q[r->rest->n++] = out[i];
+}
+
 /* Moves one planned span; the region is filled whatever happens. */
 static void move_planned(struct run *r, const struct ht_object *o, const struct ht_seg_query *q,
 			 const struct ht_seg_plan *whole, struct ht_region *g)
@@ -116,7 +130,7 @@ static void move_planned(struct run *r, const struct ht_object *o, const struct 
 	struct ht_source src = { .fd = -1 };
 	struct ht_recheck rc = { q, whole };
 	struct ht_seg_plan rest = *whole, hot;
-	const struct ht_seg_plan *p = whole;
+	const struct ht_seg_plan *p = whole, *from;
 	int use_cache = ht_page_cache_usable(&opt, whole);
 	int err;
 
@@ -185,6 +199,7 @@ static void move_planned(struct run *r, const struct ht_object *o, const struct 
 		struct ht_source fill = src;
 
 		/* A deferred copy of what runs: the hot part of the span (hot.h). */
+		from = p;
 		if (opt.copy_hot && ht_in_background) {
 			p = ht_hot_part(p, &hot, g);
 			fill.file_off = p->file_off;
@@ -198,12 +213,15 @@ static void move_planned(struct run *r, const struct ht_object *o, const struct 
 			g->end = whole->span.end;
 			g->bytes = whole->span.end - whole->span.start;
 			ht_set_outcome(r, g, HT_STATUS_SKIPPED, HT_E_COLD, 0);
+			keep_rest(r, q, from, p);
 			return;
 		}
 		/* memcpy asked for: the descriptor stays only for the warming. */
 		if (opt.fill == 2)
 			fill.fd = -1;
 		err = ht_move_span(&opt, p->span, &fill, g);
+		if (err == 0 && p == &hot)
+			keep_rest(r, q, from, p);
 	}
 	/* A cache entry is the copy every later start maps: nothing to read back for. */
 	if (err == 0 && use_cache && !from_cache(g))
@@ -385,9 +403,9 @@ int ht_remap_new(const struct ht_options *opt, const char *dso_bre,
 }
 
 int ht_remap_deferred(const struct ht_options *opt, const struct ht_seg_query *qs, size_t n,
-		      struct ht_region *regions, size_t max, size_t *count)
+		      struct ht_region *regions, size_t max, size_t *count, struct ht_rest *rest)
 {
-	struct run r = { .opt = opt, .t0 = ht_now_ms() };
+	struct run r = { .opt = opt, .t0 = ht_now_ms(), .rest = rest };
 	int err;
 
 	ht_lock_acquire();

@@ -45,6 +45,8 @@ static size_t bg_nqueue;
 static double bg_due_ms;
 /* With copy_hot: the CPU time when the first was queued; the due time follows the hot bytes. */
 static double bg_t0_ms;
+/* The queue holds what a copy of what runs left: its wait follows the hot bytes, always. */
+static int bg_later;
 
 static void set_state(int state)
 {
@@ -71,7 +73,7 @@ static double copy_after(size_t bytes)
 
 static int hot_wait(const struct ht_options *opt)
 {
-	return opt->copy_hot && opt->copy_after_ms < 0;
+	return opt->copy_hot && (opt->copy_after_ms < 0 || bg_later);
 }
 
 /*
@@ -137,24 +139,53 @@ static int wait_until_due(void)
 	}
 }
 
-/* The deferred copy: waits until it pays, then moves what was queued meanwhile. */
+/*
+ * With copy_hot, after a copy (bg_mu held): what it left on 4 KiB pages
+ * waits for a later pass, which copies the parts that turn hot, each once
+ * it pays as the first did (its wait counted from now).  Returns 0 when
+ * something waits, -1 when the thread is done.
+ */
+static int wait_again(const struct ht_seg_query *rest, size_t n)
+{
+	if (bg_cancel || !bg_opt->copy_hot)
+		return -1;
+	bg_later = 1;
+	for (size_t i = 0; i < n && bg_nqueue < BG_MAX_DEFERRED; i++)
+		bg_queue[bg_nqueue++] = rest[i];
+	if (bg_nqueue == 0)
+		return -1;
+	bg_t0_ms = cpu_ms();
+	bg_due_ms = bg_t0_ms + copy_after(HT_HUGE_PAGE_SIZE);
+	bg_state = BG_WAITING;
+	pthread_cond_broadcast(&bg_cond);
+	return 0;
+}
+
+/*
+ * The deferred copy: waits until it pays, then moves what was queued
+ * meanwhile; with copy_hot, again for what turns hot later.
+ */
 static void run_deferred(void)
 {
-	struct ht_seg_query q[BG_MAX_DEFERRED];
+	struct ht_seg_query q[BG_MAX_DEFERRED], left[BG_MAX_DEFERRED];
+	struct ht_rest rest = { left, BG_MAX_DEFERRED, 0 };
 	size_t n;
 
 	pthread_mutex_lock(&bg_mu);
-	if (wait_until_due() < 0) {
+	do {
+		if (wait_until_due() < 0)
+			break;
+		n = bg_nqueue;
+		memcpy(q, bg_queue, n * sizeof(q[0]));
+		bg_nqueue = 0;
+		bg_state = BG_RUNNING;
+		pthread_cond_broadcast(&bg_cond);
 		pthread_mutex_unlock(&bg_mu);
-		return;
-	}
-	n = bg_nqueue;
-	memcpy(q, bg_queue, n * sizeof(q[0]));
-	bg_nqueue = 0;
-	bg_state = BG_RUNNING;
-	pthread_cond_broadcast(&bg_cond);
+		rest.n = 0;
+		ht_remap_deferred(bg_opt, q, n, NULL, 0, NULL, &rest);
+		pthread_mutex_lock(&bg_mu);
+	} while (wait_again(left, rest.n) == 0);
 	pthread_mutex_unlock(&bg_mu);
-	ht_remap_deferred(bg_opt, q, n, NULL, 0, NULL);
 }
 
 static void *background(void *arg)
@@ -190,6 +221,7 @@ static void none_in_child(void)
 	bg_tid = 0;
 	bg_nqueue = 0;
 	bg_cancel = 0;
+	bg_later = 0;
 }
 
 static void register_atfork(void)
@@ -305,8 +337,10 @@ static int defer_copy(const struct ht_options *opt, const struct ht_seg_query *q
 	pthread_mutex_lock(&bg_mu);
 	ok = allowed && bg_nqueue < BG_MAX_DEFERRED && bg_state != BG_RUNNING;
 	if (ok) {
-		if (bg_nqueue == 0)
+		if (bg_nqueue == 0) {
 			bg_due_ms = bg_t0_ms = cpu_ms();
+			bg_later = 0;
+		}
 		/* With copy_hot the queue shares one first look; the scan counts every span. */
 		if (!hot_wait(opt) || bg_nqueue == 0)
 			bg_due_ms += after;
@@ -351,15 +385,44 @@ int ht_background_kick(void)
  */
 static void copy_here(const struct ht_seg_query *q, size_t n)
 {
+	struct ht_options whole = *bg_opt;
 	int was = ht_in_background;
 	sigset_t all, old;
 
+	/* The children will run code this process has not: the whole spans, not what ran here. */
+	whole.copy_hot = 0;
 	ht_libc()->sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
 	ht_in_background = 1;
-	ht_remap_deferred(bg_opt, q, n, NULL, 0, NULL);
+	ht_remap_deferred(&whole, q, n, NULL, 0, NULL, NULL);
 	ht_in_background = was;
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
+}
+
+/*
+ * Waits (bg_mu held), at most @ms, while the thread copies, and while it
+ * waits to copy too unless @copying_only.  Bounded, so that a caller
+ * holding a lock the thread needs (the dynamic loader's, in a library
+ * constructor) is late but not stuck; and not a cancellation point, so
+ * that no caller leaves the mutex held.
+ */
+static void wait_state(int copying_only, unsigned ms)
+{
+	struct timespec until;
+	int cancel;
+
+	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel);
+	ht_libc()->clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += ms / 1000;
+	until.tv_nsec += (long)(ms % 1000) * 1000000L;
+	if (until.tv_nsec >= 1000000000L) {
+		until.tv_sec++;
+		until.tv_nsec -= 1000000000L;
+	}
+	while ((bg_state == BG_RUNNING || (!copying_only && bg_state == BG_WAITING)) &&
+	       pthread_cond_timedwait(&bg_cond, &bg_mu, &until) == 0)
+		;
+	pthread_setcancelstate(cancel, NULL);
 }
 
 /*
@@ -369,20 +432,22 @@ static void copy_here(const struct ht_seg_query *q, size_t n)
  * the fork can never reach it, and copies made in each child would be
  * one per worker.  So the copy is made now, in the parent, before the
  * fork: the child and every later one inherit it through fork, one copy
- * for all.  The waiting thread is stopped first; a copy it is making is
- * awaited (bounded), so that the child gets the finished one.
+ * for all.  A copy the thread is making is awaited (bounded), so that the
+ * child gets the finished one; then what waits (with copy_hot, what a
+ * copy of what runs left) is taken from the thread, which stops, and
+ * copied whole here.
  */
 void ht_background_before_fork(void)
 {
 	struct ht_seg_query q[BG_MAX_DEFERRED];
 	size_t n = 0;
-	int saved = errno, running;
+	int saved = errno;
 
 	if (!__atomic_load_n(&bg_nqueue, __ATOMIC_RELAXED) && bg_state != BG_RUNNING)
 		return;
 	pthread_mutex_lock(&bg_mu);
-	running = bg_state == BG_RUNNING;
-	if (!running && bg_pid == ht_getpid()) {
+	wait_state(1, 5000);
+	if (bg_state != BG_RUNNING && bg_pid == ht_getpid()) {
 		n = bg_nqueue;
 		memcpy(q, bg_queue, n * sizeof(q[0]));
 		bg_nqueue = 0;
@@ -392,17 +457,16 @@ void ht_background_before_fork(void)
 		}
 	}
 	pthread_mutex_unlock(&bg_mu);
-	if (running)
-		ht_background_wait(5000);
-	else if (n)
+	if (n)
 		copy_here(q, n);
 	errno = saved;
 }
 
+/* The thread stops: now if it waits, after its copy if it copies. */
 void ht_background_cancel(void)
 {
 	pthread_mutex_lock(&bg_mu);
-	if (bg_state == BG_WAITING) {
+	if (bg_state == BG_WAITING || bg_state == BG_RUNNING) {
 		bg_cancel = 1;
 		bg_nqueue = 0;
 		pthread_cond_broadcast(&bg_cond);
@@ -426,30 +490,11 @@ int ht_background_alive(void)
 	return alive;
 }
 
-/*
- * Bounded, so that a caller holding a lock the thread needs (the dynamic
- * loader's, in a library constructor) is late but not stuck; and not a
- * cancellation point, so that no caller leaves the mutex held.
- */
 void ht_background_wait(unsigned ms)
 {
-	struct timespec until;
-	int cancel;
-
 	if (!ht_background_alive())
 		return;
-	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel);
-	ht_libc()->clock_gettime(CLOCK_REALTIME, &until);
-	until.tv_sec += ms / 1000;
-	until.tv_nsec += (long)(ms % 1000) * 1000000L;
-	if (until.tv_nsec >= 1000000000L) {
-		until.tv_sec++;
-		until.tv_nsec -= 1000000000L;
-	}
 	pthread_mutex_lock(&bg_mu);
-	while ((bg_state == BG_RUNNING || bg_state == BG_WAITING) &&
-	       pthread_cond_timedwait(&bg_cond, &bg_mu, &until) == 0)
-		;
+	wait_state(0, ms);
 	pthread_mutex_unlock(&bg_mu);
-	pthread_setcancelstate(cancel, NULL);
 }

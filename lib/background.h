@@ -23,7 +23,8 @@ void ht_background_defer_init(const struct ht_options *opt);
 
 /*
  * After a run that deferred copies: starts the thread that waits until
- * they pay and then moves them, unless one is waiting already.  Called
+ * they pay and then moves them (with copy_hot, what runs of them, and
+ * later what turns hot of the rest), unless one is waiting already.  Called
  * without ht_lock.  Returns 0, or -1 when no thread could be made (the
  * segments then stay where they are).
  */
@@ -31,12 +32,15 @@ int ht_background_kick(void);
 
 /*
  * Called by the preload's fork() before the real one: a deferred copy is
- * made now, in the caller, so that the child inherits it (background.c).
- * Nothing when no copy waits.  Keeps errno.
+ * made now, in the caller, whole (copy_hot or not), so that the child
+ * inherits it (background.c).  Nothing when no copy waits.  Keeps errno.
  */
 void ht_background_before_fork(void);
 
-/* Ends a waiting deferred copy now (the program needs to be single-threaded). */
+/*
+ * Ends the deferred copy (the program needs to be single-threaded): now
+ * if the thread waits, after its copy if it is copying.
+ */
 void ht_background_cancel(void);
 
 /* True while this process's background thread exists (not yet reaped). */

@@ -42,3 +42,24 @@ uint64_t ht_hot_copy_bytes(uintptr_t start, uintptr_t end)
 	ht_hot_range(present, n, HT_HUGE_PAGE_SIZE, HT_HOT_MIN_PRESENT, &from, &to);
 	return to - from;
 }
+
+size_t ht_hot_rest(const struct ht_seg_query *q, struct ht_span whole, struct ht_span part,
+		   struct ht_seg_query out[2])
+{
+	size_t n = 0;
+
+	if (part.start >= part.end) {
+		out[n++] = *q;
+		return n;
+	}
+	if (part.start > whole.start && part.start > q->start) {
+		out[n] = *q;
+		out[n].end = part.start;
+		out[n++].next = part.start;
+	}
+	if (part.end < whole.end && part.end < q->end) {
+		out[n] = *q;
+		out[n++].start = part.end;
+	}
+	return n;
+}

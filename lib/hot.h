@@ -28,4 +28,16 @@ const struct ht_seg_plan *ht_hot_part(const struct ht_seg_plan *p, struct ht_seg
  */
 uint64_t ht_hot_copy_bytes(uintptr_t start, uintptr_t end);
 
+/*
+ * What a copy of what runs left on 4 KiB pages, for a later pass: the
+ * parts of @whole (the span planned for @q) outside @part (the span
+ * copied), as queries that are planned again from fresh maps when they
+ * turn hot.  The head runs from @q's start to @part's start, the tail
+ * from @part's end to @q's end, each with @q's other fields.  An empty
+ * @part (nothing was hot) leaves all of @q.  Returns how many queries
+ * (0 to 2) were written to @out.  Pure.
+ */
+size_t ht_hot_rest(const struct ht_seg_query *q, struct ht_span whole, struct ht_span part,
+		   struct ht_seg_query out[2]);
+
 #endif

@@ -138,10 +138,20 @@ struct ht_seg_query;
  */
 extern int (*ht_defer_copy)(const struct ht_options *opt, const struct ht_seg_query *q, size_t bytes);
 /*
+ * Where a deferred copy of what runs (ht_options.copy_hot) puts the parts
+ * of its spans that it left on 4 KiB pages, for a later pass: up to @max
+ * queries at @q, @n of them filled.
+ */
+struct ht_rest {
+	struct ht_seg_query *q;
+	size_t max, n;
+};
+/*
  * Moves the deferred segments @qs, planned again from fresh maps (takes
- * ht_lock); regions, max and count as for ht_remap().
+ * ht_lock); regions, max and count as for ht_remap().  @rest (or NULL)
+ * receives what a copy of what runs left (ht_hot_rest).
  */
 int ht_remap_deferred(const struct ht_options *opt, const struct ht_seg_query *qs, size_t n,
-		      struct ht_region *regions, size_t max, size_t *count);
+		      struct ht_region *regions, size_t max, size_t *count, struct ht_rest *rest);
 
 #endif

@@ -27,6 +27,7 @@ struct run {
 	int first_err;
 	const struct ht_object *known; /* objects to leave out: seen before */
 	size_t nknown;
+	struct ht_rest *rest;          /* a deferred run's: what its copies of what runs left */
 };
 
 /* --- run.c: the run's records, used by every part; it calls none of them --- */

@@ -1,9 +1,12 @@
 /*
  * Runs the first 4 MiB of its 40 MiB of generated code, over and over,
- * until the process has used MS ms of CPU time (argv[1]), then sleeps a
- * second (no CPU: a copy that fell due meanwhile finishes) and prints the
- * kB of its text on huge pages, counted from smaps independently of the
+ * until the process has used MS ms of CPU time (argv[1]); then, when
+ * asked (argv[2] and argv[3]), the 4 MiB from LATER MiB on until it has
+ * used LATER_MS ms more.  Then it sleeps a second (no CPU: a copy that
+ * fell due meanwhile finishes) and prints the kB of its text on huge
+ * pages, and of the later 4 MiB, counted from smaps independently of the
  * library.  For the preload's copy of what runs (tests/test-hot.cpp).
+ *   hot-main MS [LATER_MS LATER]
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -26,24 +29,47 @@ static double cpu_ms(void)
 	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
 
+/* Runs the functions of [from, from + 4 MiB) of the text until @until ms of CPU time. */
+static unsigned long run_until(size_t from, double until)
+{
+	unsigned first = from / bigtext_stride, n = (4u << 20) / bigtext_stride;
+	unsigned long sum = 0;
+
+	if (first > bigtext_count)
+		first = bigtext_count;
+	if (n > bigtext_count - first)
+		n = bigtext_count - first;
+	while (cpu_ms() < until)
+		for (unsigned i = first; i < first + n; i++)
+			sum = sum * 31 + (unsigned)bigtext_get(i)(3);
+	return sum;
+}
+
 int main(int argc, char **argv)
 {
 	double until = argc > 1 ? atof(argv[1]) : 1000;
+	double later_ms = argc > 3 ? atof(argv[2]) : 0;
+	size_t later = argc > 3 ? (size_t)atol(argv[3]) << 20 : 0;
+	size_t text = (size_t)(bigtext_end - bigtext_start);
 	unsigned n = (4u << 20) / bigtext_stride;
-	unsigned long sum = 0;
+	unsigned long sum;
 
+	if (later > text - (4u << 20))
+		later = text - (4u << 20);
 	if (n > bigtext_count)
 		n = bigtext_count;
-	while (cpu_ms() < until)
-		for (unsigned i = 0; i < n; i++)
-			sum = sum * 31 + (unsigned)bigtext_get(i)(3);
+	sink = run_until(0, until);
+	if (later_ms > 0)
+		sink += run_until(later, until + later_ms);
 	sleep(1);
 	/* One pass, after the copy: its result does not depend on the time run. */
-	sink = sum; /* keeps the loop's work */
 	sum = 0;
 	for (unsigned i = 0; i < n; i++)
 		sum = sum * 31 + (unsigned)bigtext_get(i)(3);
 	printf("sum %lu\nhuge_kb %lu\ntext_kb %lu\n", sum, huge_kb_in(bigtext_start, bigtext_end),
-	       (unsigned long)(bigtext_end - bigtext_start) / 1024);
+	       (unsigned long)text / 1024);
+	if (later_ms > 0)
+		printf("later_huge_kb %lu\n",
+		       huge_kb_in(bigtext_start + later, bigtext_start + later + (4u << 20)));
 	return 0;
 }

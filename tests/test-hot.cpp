@@ -156,6 +156,65 @@ TEST_CASE("the hot part of a plan keeps its file offset and mapped bytes in step
 	CHECK(e.cold_bytes == 2 * MiB2);
 }
 
+TEST_CASE("what a copy of what runs leaves waits as queries for the head and the tail", "[hot]")
+{
+	const uintptr_t M = MiB2;
+	// The segment's code from 0x1000 past 10 MiB to 20 MiB + 0x3000; its
+	// span 10 to 22 MiB; the copy took 14 to 18 MiB.
+	ht_seg_query q{};
+	q.start = 10 * M / 2 * 2 + 0x1000;
+	q.end = 20 * M + 0x3000;
+	q.next = 21 * M;
+	q.id_addr = 0x1234;
+	q.ro_start = 9 * M;
+	q.ro_end = 23 * M;
+	ht_span whole = { 10 * M, 22 * M };
+	ht_span part = { 14 * M, 18 * M };
+	ht_seg_query out[2];
+
+	REQUIRE(ht_hot_rest(&q, whole, part, out) == 2);
+	// The head: from the code's start to the copy, nothing after it.
+	CHECK(out[0].start == q.start);
+	CHECK(out[0].end == 14 * M);
+	CHECK(out[0].next == 14 * M);
+	// The tail: from the copy's end to the code's, the object's next segment as before.
+	CHECK(out[1].start == 18 * M);
+	CHECK(out[1].end == q.end);
+	CHECK(out[1].next == q.next);
+	for (auto &o : out) {
+		CHECK(o.id_addr == q.id_addr);
+		CHECK(o.ro_start == q.ro_start);
+		CHECK(o.ro_end == q.ro_end);
+		CHECK(o.any_object == q.any_object);
+	}
+
+	// A copy from the span's first range: only the tail waits.
+	part = { 10 * M, 18 * M };
+	REQUIRE(ht_hot_rest(&q, whole, part, out) == 1);
+	CHECK(out[0].start == 18 * M);
+	CHECK(out[0].end == q.end);
+	// To its last: only the head.
+	part = { 14 * M, 22 * M };
+	REQUIRE(ht_hot_rest(&q, whole, part, out) == 1);
+	CHECK(out[0].start == q.start);
+	CHECK(out[0].end == 14 * M);
+	// All of it: nothing waits.
+	part = whole;
+	CHECK(ht_hot_rest(&q, whole, part, out) == 0);
+	// Nothing copied (nothing was hot): all of the query waits.
+	part = { 14 * M, 14 * M };
+	REQUIRE(ht_hot_rest(&q, whole, part, out) == 1);
+	CHECK(out[0].start == q.start);
+	CHECK(out[0].end == q.end);
+	CHECK(out[0].next == q.next);
+	// A span whose head page was not taken (it starts above the code's
+	// first bytes) and a copy from its first range: no head.
+	whole = { 12 * M, 22 * M };
+	part = { 12 * M, 16 * M };
+	REQUIRE(ht_hot_rest(&q, whole, part, out) == 1);
+	CHECK(out[0].start == 16 * M);
+}
+
 // --- a deferred copy of a library the process ran part of ---
 
 static std::vector<ht_seg_query> queued;
@@ -227,7 +286,7 @@ TEST_CASE("a deferred copy with copy_hot moves only the part of the library the 
 	size_t m = 0;
 	std::thread bg([&] {
 		ht_in_background = 1;
-		ht_remap_deferred(&opt, mine.data(), mine.size(), regs, 8, &m);
+		ht_remap_deferred(&opt, mine.data(), mine.size(), regs, 8, &m, nullptr);
 	});
 	bg.join();
 	REQUIRE(m == 1);
@@ -310,5 +369,53 @@ TEST_CASE("the preload's deferred copy of what runs waits for the hot part's cos
 	CHECK(std::stoul(hl[0]["hot_bytes"]) >= (2u << 20));
 	CHECK(std::stoul(hl[0]["hot_bytes"]) <= (8u << 20));
 	CHECK(std::stoul(hl[0]["cold_bytes"]) >= (30u << 20));
+	unlink(report.c_str());
+}
+
+TEST_CASE("a later pass of the preload's copy of what runs adds the code that turns hot after the first copy",
+	  "[hot]")
+{
+	// hot-main runs its first 4 MiB for 0.6 s of CPU time: the first copy
+	// takes them (about 0.25 s in).  Then it runs the 4 MiB from 24 MiB on
+	// for 1.5 s more: what the first copy left waits, and a later pass
+	// takes the part that turned hot, once it pays (80 ms of CPU per 2 MiB
+	// counted from the first copy), about 0.9 s in.  The 12 MiB after the
+	// first copy and before 24 MiB, and the rest after 28 MiB, never run.
+	std::string report = temp_path("hot-later.json");
+	std::vector<std::string> env = { "LD_PRELOAD=" + build_path("lib/libhugetext-preload.so"),
+					 "HUGETEXT_REPORT=" + report, "HUGETEXT_COPY", "HUGETEXT_COPY_AFTER_MS",
+					 "HUGETEXT_PAGE_CACHE=0", "HUGETEXT_MODE=thp", "HUGETEXT_SHARE=0",
+					 "HUGETEXT_SERVICE=0", "HUGETEXT_COPY_HOT=1" };
+	std::vector<std::string> argv = { build_path("tests/hot-main"), "600", "1500", "24" };
+
+	unlink(report.c_str());
+	run_result plain = run_cmd(argv, { "LD_PRELOAD" });
+	REQUIRE(plain.status == 0);
+	run_result h = run_cmd(argv, env);
+	REQUIRE(h.status == 0);
+	INFO(h.out);
+	CHECK(line_value(h.out, "sum") == line_value(plain.out, "sum"));
+	CHECK(value(plain.out, "huge_kb") == 0);
+	// The later 4 MiB hold at least one whole 2 MiB page: on huge pages now.
+	CHECK(value(h.out, "later_huge_kb") >= 2048);
+	// Two copies of what ran, not the 40 MiB.
+	unsigned long huge = value(h.out, "huge_kb");
+	CHECK(huge >= 4096);
+	CHECK(huge <= 16384);
+	auto ok = ok_lines(read_report(report));
+	REQUIRE(ok.size() == 2);
+	// The first line's region is the whole span; the later pass planned the
+	// tail the first copy left: inside it, from a 2 MiB boundary past its start.
+	unsigned long long s0 = std::stoull(ok[0]["start"]), e0 = std::stoull(ok[0]["end"]);
+	unsigned long long s1 = std::stoull(ok[1]["start"]), e1 = std::stoull(ok[1]["end"]);
+	CHECK(s1 >= s0 + (4u << 20));
+	CHECK(s1 % (2u << 20) == 0);
+	CHECK(e1 == e0);
+	for (auto &l : ok) {
+		CHECK(std::stoul(l["hot_bytes"]) >= (2u << 20));
+		CHECK(std::stoul(l["hot_bytes"]) <= (8u << 20));
+	}
+	// The second copy came later, from the thread, as the first did.
+	CHECK(ok[1]["pid"] == ok[0]["pid"]);
 	unlink(report.c_str());
 }

@@ -207,7 +207,7 @@ outcome run_here(const fault_plan &plan, const scenario &sc, const std::string &
 		auto deferred_run = [&] {
 			ht_in_background = 1;
 			o.rc = ht_remap_deferred(&opt, deferred_queries().data(), deferred_queries().size(),
-						 regs, 8, &n);
+						 regs, 8, &n, nullptr);
 		};
 		if (sc.call == api::deferred) {
 			std::thread bg(deferred_run);
