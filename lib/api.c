@@ -198,9 +198,13 @@ static void move_planned(struct run *r, const struct ht_object *o, const struct 
 	if (err < 0) {
 		struct ht_source fill = src;
 
-		/* A deferred copy of what runs: the hot part of the span (hot.h). */
+		/*
+		 * A deferred copy of what runs: the hot part of the span (hot.h).
+		 * Not the background move of HUGETEXT_ASYNC, made as main()
+		 * starts, when nothing has run yet.
+		 */
 		from = p;
-		if (opt.copy_hot && ht_in_background) {
+		if (opt.copy_hot && r->deferred) {
 			p = ht_hot_part(p, &hot, g);
 			fill.file_off = p->file_off;
 			fill.mapped = p->mapped;
@@ -405,7 +409,7 @@ int ht_remap_new(const struct ht_options *opt, const char *dso_bre,
 int ht_remap_deferred(const struct ht_options *opt, const struct ht_seg_query *qs, size_t n,
 		      struct ht_region *regions, size_t max, size_t *count, struct ht_rest *rest)
 {
-	struct run r = { .opt = opt, .t0 = ht_now_ms(), .rest = rest };
+	struct run r = { .opt = opt, .t0 = ht_now_ms(), .deferred = 1, .rest = rest };
 	int err;
 
 	ht_lock_acquire();

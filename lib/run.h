@@ -27,6 +27,7 @@ struct run {
 	int first_err;
 	const struct ht_object *known; /* objects to leave out: seen before */
 	size_t nknown;
+	int deferred;                  /* a deferred copy's run (ht_remap_deferred) */
 	struct ht_rest *rest;          /* a deferred run's: what its copies of what runs left */
 };
 

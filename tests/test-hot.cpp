@@ -419,3 +419,24 @@ TEST_CASE("a later pass of the preload's copy of what runs adds the code that tu
 	CHECK(ok[1]["pid"] == ok[0]["pid"]);
 	unlink(report.c_str());
 }
+
+TEST_CASE("the background move of HUGETEXT_ASYNC takes the whole span, copy_hot or not", "[hot]")
+{
+	// The async move is made as main() starts, before the code has run: a
+	// copy of what runs would find nothing hot and take nothing.
+	std::string report = temp_path("hot-async.json");
+	std::vector<std::string> env = { "LD_PRELOAD=" + build_path("lib/libhugetext-preload.so"),
+					 "HUGETEXT_REPORT=" + report, "HUGETEXT_COPY=now", "HUGETEXT_ASYNC=1",
+					 "HUGETEXT_PAGE_CACHE=0", "HUGETEXT_MODE=thp", "HUGETEXT_SHARE=0",
+					 "HUGETEXT_SERVICE=0", "HUGETEXT_COPY_HOT=1" };
+	unlink(report.c_str());
+	run_result h = run_cmd({ build_path("tests/hot-main"), "300" }, env);
+	REQUIRE(h.status == 0);
+	INFO(h.out);
+	auto ok = ok_lines(read_report(report));
+	REQUIRE(ok.size() == 1);
+	CHECK(ok[0]["hot_bytes"] == "");
+	CHECK(std::stoul(ok[0]["huge_bytes"]) >= (36u << 20));
+	CHECK(value(h.out, "huge_kb") >= 36u * 1024);
+	unlink(report.c_str());
+}
