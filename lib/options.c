@@ -25,6 +25,7 @@ void ht_options_init(struct ht_options *opt)
 	opt->copy = HT_COPY_NOW;
 	opt->copy_after_ms = -1;
 	opt->service = 1;
+	opt->copy_hot = 1;
 }
 
 _Static_assert((int)HT_SHARE_OFF == HT_BIG_LIBRARIES_OFF && (int)HT_SHARE_ON == HT_BIG_LIBRARIES_ON &&

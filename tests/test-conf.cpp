@@ -477,7 +477,7 @@ TEST_CASE("cover_ends is a flag, off unless set", "[conf]")
 	CHECK(parse("cover_ends = yes\n")->rc == -EINVAL);
 }
 
-TEST_CASE("copy_hot is a flag, off unless set, and reaches the options", "[conf]")
+TEST_CASE("copy_hot is a flag, on unless set to 0, and reaches the options", "[conf]")
 {
 	auto on = parse("copy_hot = 1\n");
 	REQUIRE(on->rc == 0);
@@ -488,13 +488,13 @@ TEST_CASE("copy_hot is a flag, off unless set, and reaches the options", "[conf]
 	struct ht_policy p;
 	ht_options_init(&o);
 	ht_policy_init(&p);
-	CHECK(o.copy_hot == 0);
-	ht_policy_from_conf(&on->conf, &o, &p);
 	CHECK(o.copy_hot == 1);
 	auto off = parse("copy_hot = 0\n");
 	REQUIRE(off->rc == 0);
 	ht_policy_from_conf(&off->conf, &o, &p);
 	CHECK(o.copy_hot == 0);
+	ht_policy_from_conf(&on->conf, &o, &p);
+	CHECK(o.copy_hot == 1);
 }
 
 TEST_CASE("big_libraries is 0, 1 or auto", "[conf]")

@@ -120,9 +120,10 @@ struct ht_options {
 	 * Nonzero: a deferred private copy (HT_COPY_AUTO's background thread)
 	 * takes only the 2 MiB ranges the process has run, from the first to
 	 * the last (pages present in its page tables), and its wait counts
-	 * those bytes, not the whole span's.  0 (the default): the whole span.
-	 * A copy made at start (HT_COPY_NOW) always takes the whole span:
-	 * nothing has run yet.
+	 * those bytes, not the whole span's; later passes add what turns hot
+	 * after the copy.  1 is the default; 0: the whole span.  A copy made
+	 * at start (HT_COPY_NOW) or by HUGETEXT_ASYNC's background move, and
+	 * one made before a fork(), always take the whole span.
 	 */
 	int copy_hot;
 	/*
