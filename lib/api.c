@@ -21,12 +21,27 @@
 #include <string.h>
 
 /*
+ * Whether the read-back after a copy of @p can leave any of it on the page
+ * cache's 2 MiB pages: only a 2 MiB range wholly inside the code's own
+ * mapping can be (the kernel maps no huge page across a mapping's end). A
+ * partial page at either end, with a gap or other mappings beside the
+ * code, would be copied again at every start.
+ */
+static int repairable(const struct ht_seg_query *q, const struct ht_seg_plan *p)
+{
+	uintptr_t lo = ht_round_up(q->start, HT_HUGE_PAGE_SIZE), hi = ht_round_down(q->end, HT_HUGE_PAGE_SIZE);
+
+	return p->span.start < hi && p->span.end > lo && p->span.start < p->span.end;
+}
+
+/*
  * Whether this span, which only a private copy can move, is copied now
  * (ht_options.copy).  A copy costs CPU time (getting and zeroing 2 MiB
  * pages, reading the code) that a short run never wins back.  auto copies
  * now only what repairs a warmed file (ht_policy_repair_now): the
  * read-back after the copy then makes every later start copy-free; not
- * when the text service took the file, which warms it off our path.  Else
+ * when the text service took the file, which warms it off our path, nor
+ * when what is left are partial end pages no read-back can repair.  Else
  * it hands the span to the preload's background thread,
  * which copies once the process has used enough CPU time for the copy to
  * pay; the region says "deferred".  Without that thread it says why not.
@@ -44,7 +59,7 @@ static int copy_now(struct run *r, const struct ht_seg_query *q, const struct ht
 	 * process is done with it, so the repair's private copy is not made.
 	 */
 	if (opt->copy == HT_COPY_AUTO && use_cache && !(g->cache && !strcmp(g->cache, "offered")) &&
-	    ht_policy_repair_now(g->kept_bytes, bytes))
+	    ht_policy_repair_now(g->kept_bytes, bytes) && repairable(q, p))
 		return 1;
 	/*
 	 * THP off for this process (inherited over exec): only explicit pages

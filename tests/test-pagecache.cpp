@@ -93,7 +93,8 @@ struct one_run {
 };
 
 // One run with the preload; HUGETEXT_PAGE_CACHE as given ("" = the default).
-static one_run run_preloaded(const std::string &prog, const std::string &page_cache, const char *tag)
+static one_run run_preloaded(const std::string &prog, const std::string &page_cache, const char *tag,
+			     unsigned long min_bytes = 16 * MIB2)
 {
 	std::string report = temp_path(tag);
 	std::vector<std::string> env = { "LD_PRELOAD=" + build_path("lib/libhugetext-preload.so"),
@@ -105,7 +106,7 @@ static one_run run_preloaded(const std::string &prog, const std::string &page_ca
 	REQUIRE(o.r.status == 0);
 	CHECK(o.r.err.empty());
 	for (auto &l : read_report(report))
-		if (l["start"] != "" && std::stoul(l["bytes"]) >= 16 * MIB2)
+		if (l["start"] != "" && std::stoul(l["bytes"]) >= min_bytes)
 			o.line = l;
 	REQUIRE(!o.line.empty());
 	return o;
@@ -150,6 +151,51 @@ TEST_CASE("copied code is read back as 2 MiB pages, and the next start keeps the
 	CHECK(std::stoul(line_value(second.r.out, "huge_kb")) * 1024 == bytes - warmed);
 	CHECK(line_value(second.r.out, "sum") == line_value(plain.out, "sum"));
 	CHECK(line_value(second.r.out, "fds") == line_value(plain.out, "fds"));
+}
+
+TEST_CASE("the default start keeps a warmed file and leaves a partial last page to the deferred copy",
+	  "[pagecache]")
+{
+	// bigtext-tail: code from 0x401000 to 1 MiB past 0xc00000, free address
+	// space after it up to .rodata at 0xe00000 (node's layout): the span is
+	// 0x600000-0xe00000, and its last 2 MiB page can never be one of the
+	// page cache's, since the code's mapping ends inside it.
+	std::string prog = disk_path("pc-tail");
+	REQUIRE(run_cmd({ "cp", build_path("tests/bigtext-tail"), prog }).status == 0);
+	small_page_cache(prog);
+	run_result plain = run_cmd({ prog, "smaps" });
+	REQUIRE(plain.status == 0);
+
+	// The first start copies now and reads the whole pages back.
+	one_run first = run_preloaded(prog, "", "pct1.json", 4 * MIB2);
+	REQUIRE(first.line["status"] == "ok");
+	REQUIRE(first.line["start"] == std::to_string(0x600000));
+	REQUIRE(first.line["end"] == std::to_string(0xe00000));
+	REQUIRE(num(first.line, "warmed_bytes") == 3 * MIB2);
+
+	// The default start (copy auto, no service): the six pages kept; the
+	// last one is not copied at start (no read-back could repair it, so
+	// every start would copy it again) but deferred, as any copy that must
+	// pay first.
+	std::string report = temp_path("pct2.json");
+	run_result r = run_cmd({ prog, "smaps" }, { "LD_PRELOAD=" + build_path("lib/libhugetext-preload.so"),
+						   "HUGETEXT_REPORT=" + report, "HUGETEXT_MODE=thp",
+						   "HUGETEXT_PAGE_CACHE", "HUGETEXT_COPY=auto", "HUGETEXT_SERVICE=0" });
+	INFO(r.err);
+	REQUIRE(r.status == 0);
+	CHECK(line_value(r.out, "sum") == line_value(plain.out, "sum"));
+	report_line l;
+	for (auto &x : read_report(report))
+		if (x["start"] == std::to_string(0x600000))
+			l = x;
+	REQUIRE(!l.empty());
+	CHECK(num(l, "kept_bytes") == 3 * MIB2);
+	CHECK(num(l, "huge_bytes") == num(l, "kept_bytes"));
+	CHECK(l.count("private_huge_bytes") == 0);
+	CHECK(l["status"] == "skipped");
+	CHECK(l["error"] == ht_error_str(HT_E_DEFERRED));
+	CHECK(std::stoul(line_value(r.out, "huge_kb")) == 0);
+	unlink(report.c_str());
 }
 
 TEST_CASE("HUGETEXT_PAGE_CACHE=0 copies all and leaves the page cache as it was", "[pagecache]")
