@@ -71,10 +71,17 @@ int ht_try_cache(const struct ht_options *opt, const struct ht_object *o,
 
 	/*
 	 * auto is on by default in every process: where set-up made no cache,
-	 * nothing is said of objects the cache could not have taken anyway.
+	 * there is nothing to refuse.  An object off the 2 MiB grid (a PIE
+	 * program the kernel loads at a 4 KiB-aligned address) still gets one
+	 * word in the report: no start of it can take a zero-copy path, the
+	 * page cache's 2 MiB pages no more than a cache entry.
 	 */
-	if (why && opt->share == HT_SHARE_AUTO && !ht_text_cache_present())
+	if (why && opt->share == HT_SHARE_AUTO && !ht_text_cache_present()) {
+		if (o && o->base % HT_HUGE_PAGE_SIZE)
+			g->cache_error = "load address not 2 MiB-aligned: neither the page cache's 2 MiB "
+					 "pages nor a cache entry can serve it";
 		return -EAGAIN;
+	}
 	if (why) {
 		g->cache = "refused";
 		g->cache_error = why;
