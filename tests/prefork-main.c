@@ -11,6 +11,10 @@
  * the copies behind all processes.  The master prints its own line the
  * same way after the workers ended, while its copy (if any) still exists.
  *
+ * "hot-workers N MS": first runs the functions of the text's first 2 MiB
+ * for 600 ms of CPU time (a copy of what runs falls due meanwhile and
+ * takes them alone), then does as "workers N MS".
+ *
  * "exec PROGRAM...": forks one child that prints "child threads T huge_kb K"
  * (its thread count and its text on huge pages right after fork) and
  * execs PROGRAM; the master prints "master huge_kb K".
@@ -129,6 +133,28 @@ static int workers(int n, double ms)
 	return bad;
 }
 
+static double cpu_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+/* The first 2 MiB of the text, run until the process has used @ms of CPU time. */
+static unsigned long run_head(double ms)
+{
+	unsigned n = (unsigned)(HUGE / bigtext_stride);
+	unsigned long sum = 0;
+
+	if (n > bigtext_count)
+		n = bigtext_count;
+	while (cpu_ms() < ms)
+		for (unsigned i = 0; i < n; i++)
+			sum = sum * 31 + (unsigned)bigtext_get(i)(3);
+	return sum;
+}
+
 static int threads(void)
 {
 	FILE *f = fopen("/proc/self/status", "r");
@@ -196,6 +222,12 @@ int main(int argc, char **argv)
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	if (argc >= 4 && strcmp(argv[1], "workers") == 0)
 		return workers(atoi(argv[2]), atof(argv[3]));
+	if (argc >= 4 && strcmp(argv[1], "hot-workers") == 0) {
+		volatile unsigned long sink = run_head(600);
+
+		(void)sink;
+		return workers(atoi(argv[2]), atof(argv[3]));
+	}
 	if (argc >= 3 && strcmp(argv[1], "exec") == 0)
 		return exec_child(argv + 2);
 	if (argc >= 3 && strcmp(argv[1], "spawn") == 0)
@@ -208,6 +240,6 @@ int main(int argc, char **argv)
 	}
 	if (argc >= 3 && strcmp(argv[1], "thpoff") == 0)
 		return thpoff(atof(argv[2]));
-	fprintf(stderr, "usage: prefork-main workers N MS | exec PROGRAM... | spawn PROGRAM... | thpoff MS | thpoff-exec PROGRAM...\n");
+	fprintf(stderr, "usage: prefork-main workers N MS | hot-workers N MS | exec PROGRAM... | spawn PROGRAM... | thpoff MS | thpoff-exec PROGRAM...\n");
 	return 2;
 }

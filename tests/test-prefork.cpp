@@ -117,6 +117,37 @@ TEST_CASE("under the defaults every worker of a prefork master runs from huge pa
 		CHECK(l["pid"] == std::to_string(master.pid));
 }
 
+TEST_CASE("a master whose copy of what runs took a part has the rest copied whole at its first fork",
+	  "[prefork]")
+{
+	// The master runs its first 2 MiB for 0.6 s of CPU time: the deferred
+	// copy of what runs (the default) takes that part; the rest waits for a
+	// later pass.  Then it forks: what waits is copied whole, before the
+	// fork, so that every worker runs all of the code from huge pages.
+	std::string report = temp_path("prefork-hot.json");
+	run_result r = run_default({ prefork(), "hot-workers", "2", "10000" }, report);
+
+	INFO(r.out << r.err);
+	REQUIRE(r.status == 0);
+	auto procs = proc_lines(r.out);
+	REQUIRE(procs.size() == 3);
+	const proc_line &master = procs.back();
+	REQUIRE(master.who == "master");
+	unsigned long movable_kb = master.pfns.size() * 2048;
+	REQUIRE(movable_kb >= 4096);
+	for (auto &p : procs)
+		CHECK(p.huge_kb == movable_kb);
+	auto ok = ok_lines(read_report(report));
+	// The copy of what ran, then the rest at the fork: two lines at least,
+	// the first with what was hot, every one the master's.
+	REQUIRE(ok.size() >= 2);
+	CHECK(ok[0].count("hot_bytes") == 1);
+	CHECK(std::stoul(ok[0]["hot_bytes"]) <= (4u << 20));
+	CHECK(ok[1].count("hot_bytes") == 0);
+	for (auto &l : ok)
+		CHECK(l["pid"] == std::to_string(master.pid));
+}
+
 TEST_CASE("a child that execs right after fork() makes no copy and has no thread of ours", "[prefork]")
 {
 	std::string report = temp_path("prefork-exec.json");
