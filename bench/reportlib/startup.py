@@ -59,7 +59,8 @@ def node_table(out, nd, order):
       "default row uses a copy of node: a first start with HUGETEXT_COPY=now read the code back as 2 MiB "
       "page-cache pages, so the later starts, "
       "with or without the preload, have the kernel map it huge; the preload keeps those pages "
-      "and copies only the last, partial 2 MiB. Its ratio is to the plain start of the same file.")
+      "and copies nothing at start (its claim): the last, partial 2 MiB, which no read-back can put on "
+      "a 2 MiB page, is left to the deferred copy. Its ratio is to the plain start of the same file.")
     w()
     w("| variant | wall ms | / plain | CPU ms (user+sys) | / plain | target (on wall time) |")
     w("|---|---|---|---|---|---|")
