@@ -45,37 +45,60 @@ int ht_preload_matches(const char *name)
 /*
  * The background thread writes the report later, after main() may have
  * changed directory: a relative path is fixed to where the program started.
+ * The path is allocated, not static: the preload keeps no buffer in its
+ * .bss that a program with nothing to move would pay to map (see
+ * read_policy).  It lives as long as the process, like the options.
  */
 static void absolute_report_path(void)
 {
-	static char path[4096];
+	static char *path;
 	const char *rel = ht_preload_opt.report_path;
 	char cwd[4096];
+	size_t ncwd, nrel;
 
 	if (!rel || rel[0] == '/' || !ht_libc()->getcwd(cwd, sizeof(cwd)))
 		return;
-	if ((size_t)snprintf(path, sizeof(path), "%s/%s", cwd, rel) < sizeof(path))
-		ht_preload_opt.report_path = path;
+	ncwd = strlen(cwd), nrel = strlen(rel);
+	if (ncwd + 1 + nrel >= sizeof(cwd) || !(path = malloc(ncwd + 1 + nrel + 1)))
+		return;
+	memcpy(path, cwd, ncwd);
+	path[ncwd] = '/';
+	memcpy(path + ncwd + 1, rel, nrel + 1);
+	ht_preload_opt.report_path = path;
 }
 
 /*
  * The policy file, honoured only when root owns it and nobody else can
  * write it (conf.c).  A missing file is silent; a refused one is noted
  * under verbose, once the environment has said whether to be verbose.
+ *
+ * The parsed file (13 KiB) is allocated here, not static: a static one
+ * made the preload's .bss spill past its data page, so ld.so mapped an
+ * extra anonymous region in every process, most of which never read the
+ * file.  It is kept for the process's life (the options point into it);
+ * one that was not read is freed.  Out of memory is treated as conf.c
+ * treats it: the file is not applied, with a note.
  */
 static void read_policy(char *why, size_t len)
 {
-	static struct ht_conf conf; /* the options point into it */
-	int err = ht_conf_load(HT_CONF_PATH, &conf, why, len);
+	static struct ht_conf *conf;
+	/* Not calloc(): ht_conf_load() clears it only once the file opens. */
+	struct ht_conf *c = malloc(sizeof(*c));
+	int err = c ? ht_conf_load(HT_CONF_PATH, c, why, len) : -ENOMEM;
 
+	if (!c)
+		snprintf(why, len, "%s: out of memory", HT_CONF_PATH);
 	if (err == -ENOENT)
 		why[0] = '\0';
-	if (err < 0)
+	if (err < 0) {
+		free(c);
 		return;
-	ht_policy_from_conf(&conf, &ht_preload_opt, &ht_preload_policy);
-	if (conf.nunknown)
+	}
+	conf = c;
+	ht_policy_from_conf(conf, &ht_preload_opt, &ht_preload_policy);
+	if (conf->nunknown)
 		snprintf(why, len, "%s: %u unknown key(s), first \"%s\" on line %u", HT_CONF_PATH,
-			 conf.nunknown, conf.unknown[0], conf.unknown_line[0]);
+			 conf->nunknown, conf->unknown[0], conf->unknown_line[0]);
 }
 
 /* The program's path, for the policy's programs pattern and the report. */
@@ -128,9 +151,15 @@ static int env_has_settings(void)
 {
 	/* glibc's own name, the one its getenv() reads: a program's "environ" may be its own. */
 	extern char **__environ;
+	/*
+	 * Writable, so in .data: ld.so writes that page (the GOT) at every
+	 * start anyway, while string literals would make this path alone fault
+	 * in a page of .rodata.
+	 */
+	static char hugetext[] = "HUGETEXT_", iodlr[] = "IODLR_";
 
 	for (char **e = __environ; e && *e; e++)
-		if (starts_with(*e, "HUGETEXT_") || starts_with(*e, "IODLR_"))
+		if (starts_with(*e, hugetext) || starts_with(*e, iodlr))
 			return 1;
 	return 0;
 }
@@ -272,10 +301,17 @@ static void preload_start(void)
 
 __attribute__((constructor)) static void ht_preload(void)
 {
-	int saved = errno;
+	int saved;
 
-	if (!nothing_could_move())
-		preload_start();
+	/*
+	 * nothing_could_move() only reads memory and leaves errno alone, so
+	 * most programs do not even bind __errno_location (a lazy binding's
+	 * first call: 750 instructions).
+	 */
+	if (nothing_could_move())
+		return;
+	saved = errno;
+	preload_start();
 	/* The program must not see anything of us, not even errno. */
 	errno = saved;
 }
