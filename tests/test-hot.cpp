@@ -376,17 +376,19 @@ TEST_CASE("a later pass of the preload's copy of what runs adds the code that tu
 	  "[hot]")
 {
 	// hot-main runs its first 4 MiB for 0.6 s of CPU time: the first copy
-	// takes them (about 0.25 s in).  Then it runs the 4 MiB from 24 MiB on
-	// for 1.5 s more: what the first copy left waits, and a later pass
-	// takes the part that turned hot, once it pays (80 ms of CPU per 2 MiB
-	// counted from the first copy), about 0.9 s in.  The 12 MiB after the
-	// first copy and before 24 MiB, and the rest after 28 MiB, never run.
+	// takes what of them is hot at its look (about 0.25 s in; all of them
+	// as a rule, one 2 MiB range on a loaded machine whose page cache lost
+	// some of the file).  Then it runs the 4 MiB from 10 MiB on for 1.5 s
+	// more: what the first copy left waits, and a later pass takes the part
+	// that turned hot (with any hot range the first copy missed), once it
+	// pays (80 ms of CPU per 2 MiB counted from the first copy), about 0.9 s
+	// in.  The code between and the 26 MiB after 14 MiB never run.
 	std::string report = temp_path("hot-later.json");
 	std::vector<std::string> env = { "LD_PRELOAD=" + build_path("lib/libhugetext-preload.so"),
 					 "HUGETEXT_REPORT=" + report, "HUGETEXT_COPY", "HUGETEXT_COPY_AFTER_MS",
 					 "HUGETEXT_PAGE_CACHE=0", "HUGETEXT_MODE=thp", "HUGETEXT_SHARE=0",
 					 "HUGETEXT_SERVICE=0", "HUGETEXT_COPY_HOT=1" };
-	std::vector<std::string> argv = { build_path("tests/hot-main"), "600", "1500", "24" };
+	std::vector<std::string> argv = { build_path("tests/hot-main"), "600", "1500", "10" };
 
 	unlink(report.c_str());
 	run_result plain = run_cmd(argv, { "LD_PRELOAD" });
@@ -398,22 +400,22 @@ TEST_CASE("a later pass of the preload's copy of what runs adds the code that tu
 	CHECK(value(plain.out, "huge_kb") == 0);
 	// The later 4 MiB hold at least one whole 2 MiB page: on huge pages now.
 	CHECK(value(h.out, "later_huge_kb") >= 2048);
-	// Two copies of what ran, not the 40 MiB.
+	// Two copies of what ran (at most the first 16 MiB), not the 40 MiB.
 	unsigned long huge = value(h.out, "huge_kb");
 	CHECK(huge >= 4096);
-	CHECK(huge <= 16384);
+	CHECK(huge <= 18432);
 	auto ok = ok_lines(read_report(report));
 	REQUIRE(ok.size() == 2);
 	// The first line's region is the whole span; the later pass planned the
 	// tail the first copy left: inside it, from a 2 MiB boundary past its start.
 	unsigned long long s0 = std::stoull(ok[0]["start"]), e0 = std::stoull(ok[0]["end"]);
 	unsigned long long s1 = std::stoull(ok[1]["start"]), e1 = std::stoull(ok[1]["end"]);
-	CHECK(s1 >= s0 + (4u << 20));
+	CHECK(s1 >= s0 + (2u << 20));
 	CHECK(s1 % (2u << 20) == 0);
 	CHECK(e1 == e0);
 	for (auto &l : ok) {
 		CHECK(std::stoul(l["hot_bytes"]) >= (2u << 20));
-		CHECK(std::stoul(l["hot_bytes"]) <= (8u << 20));
+		CHECK(std::stoul(l["hot_bytes"]) <= (10u << 20));
 	}
 	// The second copy came later, from the thread, as the first did.
 	CHECK(ok[1]["pid"] == ok[0]["pid"]);
