@@ -23,6 +23,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <link.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
@@ -60,12 +61,40 @@ static double now_ms(void)
 	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
 
-/* The bytes of the text's whole 2 MiB pages, in kB: all a move can cover. */
+/* The mapping of the executable segment that holds bigtext, from the program headers. */
+static int text_segment(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	unsigned long *span = arg, page = (unsigned long)getpagesize();
+
+	(void)size;
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		unsigned long lo = info->dlpi_addr + ph->p_vaddr, hi = lo + ph->p_memsz;
+
+		if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_X) || lo > (unsigned long)bigtext_start ||
+		    hi < (unsigned long)bigtext_end)
+			continue;
+		span[0] = lo & ~(page - 1);
+		span[1] = (hi + page - 1) & ~(page - 1);
+		return 1;
+	}
+	return 0;
+}
+
+/*
+ * The bytes of the whole 2 MiB pages of the text's mapping, in kB: all a
+ * move can cover.  The mapping, not bigtext alone: where the load address
+ * is 2 MiB-aligned (one start in 32 with arm64's 64 KiB segment alignment)
+ * the first page, with main() and the PLT before bigtext, is whole too.
+ */
 static unsigned long movable_kb(void)
 {
-	unsigned long lo = ((unsigned long)bigtext_start + (2ul << 20) - 1) & ~((2ul << 20) - 1);
-	unsigned long hi = (unsigned long)bigtext_end & ~((2ul << 20) - 1);
+	unsigned long span[2] = { (unsigned long)bigtext_start, (unsigned long)bigtext_end };
+	unsigned long lo, hi;
 
+	dl_iterate_phdr(text_segment, span);
+	lo = (span[0] + (2ul << 20) - 1) & ~((2ul << 20) - 1);
+	hi = span[1] & ~((2ul << 20) - 1);
 	return hi > lo ? (hi - lo) / 1024 : 0;
 }
 
