@@ -120,10 +120,11 @@ TEST_CASE("under the defaults every worker of a prefork master runs from huge pa
 TEST_CASE("a master whose copy of what runs took a part has the rest copied whole at its first fork",
 	  "[prefork]")
 {
-	// The master runs its first 2 MiB for 0.6 s of CPU time: the deferred
-	// copy of what runs (the default) takes that part; the rest waits for a
-	// later pass.  Then it forks: what waits is copied whole, before the
-	// fork, so that every worker runs all of the code from huge pages.
+	// The master runs its first 2 MiB until the deferred copy of what runs
+	// (the default) has taken that part (at most 20 s of CPU time); the rest
+	// waits for a later pass.  Then it forks: what waits is copied whole,
+	// before the fork, so that every worker runs all of the code from huge
+	// pages.
 	std::string report = temp_path("prefork-hot.json");
 	run_result r = run_default({ prefork(), "hot-workers", "2", "10000" }, report);
 
