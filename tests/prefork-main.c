@@ -11,7 +11,8 @@
  * the copies behind all processes.  The master prints its own line the
  * same way after the workers ended, while its copy (if any) still exists.
  *
- * "hot-workers N MS": first runs the functions of the text's first 2 MiB
+ * "hot-workers N MS": first runs the functions of the text's first 4 MiB
+ * (a whole 2 MiB page of it at least, wherever it loads)
  * until some of its text is on huge pages (a copy of what runs falls due
  * and takes them alone) or it has used 20 s of CPU time, then does as
  * "workers N MS".
@@ -143,14 +144,14 @@ static double cpu_ms(void)
 }
 
 /*
- * The first 2 MiB of the text, run until some of the text is on huge pages
+ * The first 4 MiB of the text, run until some of the text is on huge pages
  * (looked at every 50 ms of CPU time: smaps is not free) or the process has
  * used @ms of CPU time.  Not a fixed time: under emulation the loader alone
  * can use the first looks of the library's wait.
  */
 static unsigned long run_head(double ms)
 {
-	unsigned n = (unsigned)(HUGE / bigtext_stride);
+	unsigned n = (unsigned)(2 * HUGE / bigtext_stride);
 	unsigned long sum = 0;
 	double look = cpu_ms() + 50;
 

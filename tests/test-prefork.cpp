@@ -91,8 +91,15 @@ TEST_CASE("under the defaults every worker of a prefork master runs from huge pa
 	REQUIRE(movable_kb >= 4096);
 
 	// Every process, the master too, has all of the text on huge pages.
-	for (auto &p : procs)
-		CHECK(p.huge_kb == movable_kb);
+	// The count is of the mappings over the text, which also hold the code
+	// segment's partial first or last 2 MiB page when the move took it (its
+	// code paid for it: on arm64, whose 64 KiB load steps put more of the
+	// segment there): one more page at most at each end.
+	for (auto &p : procs) {
+		CHECK(p.huge_kb >= movable_kb);
+		CHECK(p.huge_kb <= movable_kb + 4096);
+		CHECK(p.huge_kb == master.huge_kb);
+	}
 
 	// One copy: the distinct 2 MiB frames behind all of them.
 	std::set<unsigned long long> frames;
@@ -120,8 +127,9 @@ TEST_CASE("under the defaults every worker of a prefork master runs from huge pa
 TEST_CASE("a master whose copy of what runs took a part has the rest copied whole at its first fork",
 	  "[prefork]")
 {
-	// The master runs its first 2 MiB until the deferred copy of what runs
-	// (the default) has taken that part (at most 20 s of CPU time); the rest
+	// The master runs its first 4 MiB (a whole 2 MiB page at least, wherever
+	// the program loads) until the deferred copy of what runs (the default)
+	// has taken that part (at most 20 s of CPU time); the rest
 	// waits for a later pass.  Then it forks: what waits is copied whole,
 	// before the fork, so that every worker runs all of the code from huge
 	// pages.
@@ -136,14 +144,16 @@ TEST_CASE("a master whose copy of what runs took a part has the rest copied whol
 	REQUIRE(master.who == "master");
 	unsigned long movable_kb = master.pfns.size() * 2048;
 	REQUIRE(movable_kb >= 4096);
-	for (auto &p : procs)
-		CHECK(p.huge_kb == movable_kb);
+	for (auto &p : procs) {
+		CHECK(p.huge_kb >= movable_kb);
+		CHECK(p.huge_kb <= movable_kb + 4096);
+	}
 	auto ok = ok_lines(read_report(report));
 	// The copy of what ran, then the rest at the fork: two lines at least,
 	// the first with what was hot, every one the master's.
 	REQUIRE(ok.size() >= 2);
 	CHECK(ok[0].count("hot_bytes") == 1);
-	CHECK(std::stoul(ok[0]["hot_bytes"]) <= (4u << 20));
+	CHECK(std::stoul(ok[0]["hot_bytes"]) <= (6u << 20));
 	CHECK(ok[1].count("hot_bytes") == 0);
 	for (auto &l : ok)
 		CHECK(l["pid"] == std::to_string(master.pid));
