@@ -108,6 +108,18 @@ static int hot_due(void)
 	return 0;
 }
 
+/* The CLOCK_REALTIME time @ms from now, as pthread_cond_timedwait() takes it. */
+static void deadline_in(unsigned long ms, struct timespec *until)
+{
+	ht_libc()->clock_gettime(CLOCK_REALTIME, until);
+	until->tv_sec += ms / 1000;
+	until->tv_nsec += (long)(ms % 1000) * 1000000L;
+	if (until->tv_nsec >= 1000000000L) {
+		until->tv_sec++;
+		until->tv_nsec -= 1000000000L;
+	}
+}
+
 /*
  * Sleeps (bg_mu held) until the process has used bg_due_ms of CPU time or
  * the move is cancelled.  The process's CPU clock runs at most as fast as
@@ -128,13 +140,7 @@ static int wait_until_due(void)
 		if (left <= 0)
 			continue;
 		ms = left / 4 < 10 ? 10 : left / 4 > 1000 ? 1000 : (long)(left / 4);
-		ht_libc()->clock_gettime(CLOCK_REALTIME, &until);
-		until.tv_sec += ms / 1000;
-		until.tv_nsec += (ms % 1000) * 1000000L;
-		if (until.tv_nsec >= 1000000000L) {
-			until.tv_sec++;
-			until.tv_nsec -= 1000000000L;
-		}
+		deadline_in((unsigned long)ms, &until);
 		pthread_cond_timedwait(&bg_cond, &bg_mu, &until);
 	}
 }
@@ -412,13 +418,7 @@ static void wait_state(int copying_only, unsigned ms)
 	int cancel;
 
 	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel);
-	ht_libc()->clock_gettime(CLOCK_REALTIME, &until);
-	until.tv_sec += ms / 1000;
-	until.tv_nsec += (long)(ms % 1000) * 1000000L;
-	if (until.tv_nsec >= 1000000000L) {
-		until.tv_sec++;
-		until.tv_nsec -= 1000000000L;
-	}
+	deadline_in(ms, &until);
 	while ((bg_state == BG_RUNNING || (!copying_only && bg_state == BG_WAITING)) &&
 	       pthread_cond_timedwait(&bg_cond, &bg_mu, &until) == 0)
 		;

@@ -320,6 +320,17 @@ TEST_CASE("a deferred copy with copy_hot moves only the part of the library the 
 
 // --- the preload's wait, counted on what runs ---
 
+// The preload writing its report to @report, making a THP copy with no page
+// cache, shared cache or text service, plus @more.
+static std::vector<std::string> preload_env(const std::string &report, const std::vector<std::string> &more)
+{
+	std::vector<std::string> env = { "LD_PRELOAD=" + build_path("lib/libhugetext-preload.so"),
+					 "HUGETEXT_REPORT=" + report, "HUGETEXT_PAGE_CACHE=0", "HUGETEXT_MODE=thp",
+					 "HUGETEXT_SHARE=0", "HUGETEXT_SERVICE=0" };
+	env.insert(env.end(), more.begin(), more.end());
+	return env;
+}
+
 static unsigned long value(const std::string &out, const std::string &key)
 {
 	std::string v = line_value(out, key);
@@ -337,10 +348,7 @@ TEST_CASE("the preload's deferred copy of what runs waits for the hot part's cos
 	// build), main() may not have run all its 4 MiB by then, and what is
 	// hot then (one range at least) is what pays, and is copied.
 	std::string report = temp_path("hot-wait.json");
-	std::vector<std::string> env = { "LD_PRELOAD=" + build_path("lib/libhugetext-preload.so"),
-					 "HUGETEXT_REPORT=" + report, "HUGETEXT_COPY", "HUGETEXT_COPY_AFTER_MS",
-					 "HUGETEXT_PAGE_CACHE=0", "HUGETEXT_MODE=thp", "HUGETEXT_SHARE=0",
-					 "HUGETEXT_SERVICE=0" };
+	std::vector<std::string> env = preload_env(report, { "HUGETEXT_COPY", "HUGETEXT_COPY_AFTER_MS" });
 	std::vector<std::string> argv = { build_path("tests/hot-main"), "1000" };
 
 	unlink(report.c_str());
@@ -384,10 +392,8 @@ TEST_CASE("a later pass of the preload's copy of what runs adds the code that tu
 	// pays (80 ms of CPU per 2 MiB counted from the first copy), about 0.9 s
 	// in.  The code between and the 26 MiB after 14 MiB never run.
 	std::string report = temp_path("hot-later.json");
-	std::vector<std::string> env = { "LD_PRELOAD=" + build_path("lib/libhugetext-preload.so"),
-					 "HUGETEXT_REPORT=" + report, "HUGETEXT_COPY", "HUGETEXT_COPY_AFTER_MS",
-					 "HUGETEXT_PAGE_CACHE=0", "HUGETEXT_MODE=thp", "HUGETEXT_SHARE=0",
-					 "HUGETEXT_SERVICE=0", "HUGETEXT_COPY_HOT=1" };
+	std::vector<std::string> env =
+		preload_env(report, { "HUGETEXT_COPY", "HUGETEXT_COPY_AFTER_MS", "HUGETEXT_COPY_HOT=1" });
 	std::vector<std::string> argv = { build_path("tests/hot-main"), "600", "1500", "10" };
 
 	unlink(report.c_str());
@@ -427,10 +433,8 @@ TEST_CASE("the background move of HUGETEXT_ASYNC takes the whole span, copy_hot 
 	// The async move is made as main() starts, before the code has run: a
 	// copy of what runs would find nothing hot and take nothing.
 	std::string report = temp_path("hot-async.json");
-	std::vector<std::string> env = { "LD_PRELOAD=" + build_path("lib/libhugetext-preload.so"),
-					 "HUGETEXT_REPORT=" + report, "HUGETEXT_COPY=now", "HUGETEXT_ASYNC=1",
-					 "HUGETEXT_PAGE_CACHE=0", "HUGETEXT_MODE=thp", "HUGETEXT_SHARE=0",
-					 "HUGETEXT_SERVICE=0", "HUGETEXT_COPY_HOT=1" };
+	std::vector<std::string> env =
+		preload_env(report, { "HUGETEXT_COPY=now", "HUGETEXT_ASYNC=1", "HUGETEXT_COPY_HOT=1" });
 	unlink(report.c_str());
 	run_result h = run_cmd({ build_path("tests/hot-main"), "300" }, env);
 	REQUIRE(h.status == 0);

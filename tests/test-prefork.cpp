@@ -70,6 +70,26 @@ std::vector<proc_line> proc_lines(const std::string &out)
 	return v;
 }
 
+// The master (the last of @n process lines) and its workers all have the
+// whole text on huge pages.  The count is of the mappings over the text,
+// which also hold the code segment's partial first or last 2 MiB page when
+// the move took it (its code paid for it: on arm64, whose 64 KiB load steps
+// put more of the segment there): one more page at most at each end.
+proc_line all_on_huge_pages(const std::vector<proc_line> &procs, size_t n)
+{
+	REQUIRE(procs.size() == n);
+	const proc_line &master = procs.back();
+	REQUIRE(master.who == "master");
+	unsigned long movable_kb = master.pfns.size() * 2048;
+	REQUIRE(movable_kb >= 4096);
+	for (auto &p : procs) {
+		CHECK(p.huge_kb >= movable_kb);
+		CHECK(p.huge_kb <= movable_kb + 4096);
+		CHECK(p.huge_kb == master.huge_kb);
+	}
+	return master;
+}
+
 } // namespace
 
 TEST_CASE("under the defaults every worker of a prefork master runs from huge pages, all from one copy",
@@ -84,22 +104,9 @@ TEST_CASE("under the defaults every worker of a prefork master runs from huge pa
 	INFO(hot << "\n" << r.out << r.err);
 	REQUIRE(r.status == 0);
 	auto procs = proc_lines(r.out);
-	REQUIRE(procs.size() == 4);
-	const proc_line &master = procs.back();
-	REQUIRE(master.who == "master");
-	unsigned long movable_kb = master.pfns.size() * 2048;
-	REQUIRE(movable_kb >= 4096);
-
 	// Every process, the master too, has all of the text on huge pages.
-	// The count is of the mappings over the text, which also hold the code
-	// segment's partial first or last 2 MiB page when the move took it (its
-	// code paid for it: on arm64, whose 64 KiB load steps put more of the
-	// segment there): one more page at most at each end.
-	for (auto &p : procs) {
-		CHECK(p.huge_kb >= movable_kb);
-		CHECK(p.huge_kb <= movable_kb + 4096);
-		CHECK(p.huge_kb == master.huge_kb);
-	}
+	const proc_line master = all_on_huge_pages(procs, 4);
+	unsigned long movable_kb = master.pfns.size() * 2048;
 
 	// One copy: the distinct 2 MiB frames behind all of them.
 	std::set<unsigned long long> frames;
@@ -138,16 +145,7 @@ TEST_CASE("a master whose copy of what runs took a part has the rest copied whol
 
 	INFO(r.out << r.err);
 	REQUIRE(r.status == 0);
-	auto procs = proc_lines(r.out);
-	REQUIRE(procs.size() == 3);
-	const proc_line &master = procs.back();
-	REQUIRE(master.who == "master");
-	unsigned long movable_kb = master.pfns.size() * 2048;
-	REQUIRE(movable_kb >= 4096);
-	for (auto &p : procs) {
-		CHECK(p.huge_kb >= movable_kb);
-		CHECK(p.huge_kb <= movable_kb + 4096);
-	}
+	const proc_line master = all_on_huge_pages(proc_lines(r.out), 3);
 	auto ok = ok_lines(read_report(report));
 	// The copy of what ran, then the rest at the fork: two lines at least,
 	// the first with what was hot, every one the master's.
