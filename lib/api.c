@@ -67,8 +67,9 @@ static int copy_now(struct run *r, const struct ht_seg_query *q, const struct ht
 	 * copy that would be refused.
 	 */
 	if (opt->copy == HT_COPY_AUTO && opt->mode != HT_MODE_EXPLICIT && ht_sys_thp_disabled() == 1 &&
-	    (opt->mode == HT_MODE_THP || ht_pool_available_2m() < (long)(bytes / HT_HUGE_PAGE_SIZE))) {
-		g->mode = HT_MODE_THP;
+	    (opt->mode == HT_MODE_THP || opt->mode == HT_MODE_FOLIOS ||
+	     ht_pool_available_2m() < (long)(bytes / HT_HUGE_PAGE_SIZE))) {
+		g->mode = opt->mode == HT_MODE_FOLIOS ? HT_MODE_FOLIOS : HT_MODE_THP;
 		ht_set_outcome(r, g, HT_STATUS_SKIPPED, HT_E_THP_PROCESS, 0);
 		return 0;
 	}
@@ -452,7 +453,7 @@ int ht_remap(const struct ht_options *opt, struct ht_region *regions,
 		ht_options_init(&def);
 		opt = &def;
 	}
-	if ((unsigned)opt->mode > HT_MODE_OFF || (max && !regions))
+	if ((unsigned)opt->mode > HT_MODE_FOLIOS || (max && !regions))
 		return -EINVAL;
 	ht_lock_acquire();
 	err = ht_remap_locked(opt, NULL, regions, max, count);
@@ -501,7 +502,7 @@ int ht_remap_range(const struct ht_options *opt, const void *from,
 		ht_options_init(&def);
 		opt = &def;
 	}
-	if ((unsigned)opt->mode > HT_MODE_OFF || (uintptr_t)to <= (uintptr_t)from)
+	if ((unsigned)opt->mode > HT_MODE_FOLIOS || (uintptr_t)to <= (uintptr_t)from)
 		return -EINVAL;
 	if (opt->mode == HT_MODE_OFF)
 		return 0;

@@ -165,7 +165,7 @@ static int parse_copy(const struct line *l, const char *v, size_t n, int *out)
 
 static int parse_mode(const struct line *l, const char *v, size_t n, enum ht_conf_mode *out)
 {
-	static const char *const names[] = { "auto", "thp", "explicit", "off" };
+	static const char *const names[] = { "auto", "thp", "explicit", "off", "folios" };
 
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
 		if (strlen(names[i]) == n && memcmp(v, names[i], n) == 0) {
@@ -173,7 +173,7 @@ static int parse_mode(const struct line *l, const char *v, size_t n, enum ht_con
 			return 0;
 		}
 	}
-	return bad(l, "mode: '%.*s' is not auto, thp, explicit or off", (int)n, v);
+	return bad(l, "mode: '%.*s' is not auto, thp, explicit, off or folios", (int)n, v);
 }
 
 static int add_warm(const struct line *l, struct ht_conf *c, const char *v, size_t n)

@@ -65,6 +65,7 @@ enum ht_conf_mode {
 	HT_CONF_MODE_THP,
 	HT_CONF_MODE_EXPLICIT,
 	HT_CONF_MODE_OFF,
+	HT_CONF_MODE_FOLIOS,
 };
 
 struct ht_conf {

@@ -61,6 +61,7 @@ int ht_parse_mode(const char *s, enum ht_mode *mode)
 	static const struct { const char *name; enum ht_mode mode; } names[] = {
 		{ "auto", HT_MODE_AUTO }, { "thp", HT_MODE_THP },
 		{ "explicit", HT_MODE_EXPLICIT }, { "off", HT_MODE_OFF },
+		{ "folios", HT_MODE_FOLIOS },
 	};
 
 	*mode = HT_MODE_AUTO;

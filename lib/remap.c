@@ -5,6 +5,7 @@
  * it, the copy is the code.  There is no step in between.
  */
 #include "arch.h"
+#include "folios.h"
 #include "internal.h"
 #include "pool.h"
 #include "sys.h"
@@ -78,13 +79,13 @@ void ht_fill(const struct ht_options *opt, struct ht_span span, const struct ht_
  * without hugepages) or memory over a memory cgroup's limit would
  * otherwise be SIGBUS or the OOM killer on first touch; populating turns
  * both into an error we can back out of.  Kernels before 5.14 lack it: THP
- * then fills by faulting as usual, hugetlb is not risked.
+ * and folios then fill by faulting as usual, hugetlb is not risked.
  */
 static int populate(enum ht_mode mode, char *copy, size_t at, size_t len)
 {
 	int err = ht_sys_advise(copy + at, len, MADV_POPULATE_WRITE);
 
-	if (err == -EINVAL && mode == HT_MODE_THP)
+	if (err == -EINVAL && mode != HT_MODE_EXPLICIT)
 		return 0;
 	return err;
 }
@@ -233,6 +234,23 @@ static int check_thp(char *copy, size_t len, struct ht_region *r)
 }
 
 /*
+ * What a copy on folios got: its 2 MiB pages (smaps), and at least the
+ * 64 KiB folios the kernel's counters show for the rest (folios.h).
+ */
+static int check_folios(char *copy, size_t len, const struct ht_folio_stats *before,
+			struct ht_region *r)
+{
+	struct ht_folio_stats after;
+	size_t pmd = (size_t)ht_sys_self_huge_in((uintptr_t)copy, (uintptr_t)copy + len);
+
+	ht_folio_stats_read(&after);
+	if (pmd > len)
+		pmd = len;
+	r->huge_bytes = pmd + ht_folio_bytes(len - pmd, before, &after);
+	return r->huge_bytes ? 0 : -ENOMEM;
+}
+
+/*
  * The copy being built, for a child forked meanwhile by another thread:
  * it drops the copy, which would otherwise pin the pages for as long as
  * it lives.  Cleared before the copy is unmapped or swapped in, so the
@@ -257,6 +275,7 @@ static int alloc_copy(enum ht_mode mode, size_t len, char **copy, struct ht_regi
 {
 	int hugetlb = mode == HT_MODE_EXPLICIT;
 	void *p;
+	/* 2 MiB-aligned in every mode: a folio of any size is aligned to its size. */
 	int err = ht_sys_map_anon(len, HT_HUGE_PAGE_SIZE, hugetlb, &p);
 
 	r->mode = mode;
@@ -281,10 +300,13 @@ static int build_copy(const struct ht_options *opt, enum ht_mode mode, struct ht
 	size_t len = span->end - span->start;
 	ssize_t done;
 	char *copy;
+	struct ht_folio_stats before = { 0, 0, 0 };
 	int err = alloc_copy(mode, len, &copy, r);
 
 	if (err < 0)
 		return err;
+	if (mode == HT_MODE_FOLIOS)
+		ht_folio_stats_read(&before);
 	done = fill_copy(opt, mode, *span, src, copy, r);
 	if (done < 0) {
 		drop_copy(copy, len);
@@ -298,7 +320,8 @@ static int build_copy(const struct ht_options *opt, enum ht_mode mode, struct ht
 		span->end = span->start + len;
 		r->error = HT_E_BUDGET;
 	}
-	if (mode == HT_MODE_THP && check_thp(copy, len, r) < 0)
+	if ((mode == HT_MODE_THP && check_thp(copy, len, r) < 0) ||
+	    (mode == HT_MODE_FOLIOS && check_folios(copy, len, &before, r) < 0))
 		err = fail(r, HT_E_NO_HUGE, 0);
 	else if ((err = ht_sys_protect(copy, len, PROT_READ | PROT_EXEC)) < 0)
 		err = fail(r, HT_E_PROTECT, err);
@@ -377,14 +400,21 @@ static int move_with(const struct ht_options *opt, enum ht_mode mode, struct ht_
 	 * kernel's OOM killer takes the whole program.  Explicit pages are
 	 * not charged there.
 	 */
-	if (mode == HT_MODE_THP && ht_memcg_room() < span.end - span.start) {
+	if (mode != HT_MODE_EXPLICIT && ht_memcg_room() < span.end - span.start) {
 		r->mode = mode;
 		return fail(r, HT_E_MEMCG, -ENOMEM);
 	}
-	/* MADV_COLLAPSE would make huge pages even so: "never" is the admin's veto. */
-	if (mode == HT_MODE_THP && ht_thp_available() == 0) {
+	/*
+	 * MADV_COLLAPSE would make huge pages even so: "never", for THP or
+	 * for its 2 MiB size alone, is the admin's veto.
+	 */
+	if (mode == HT_MODE_THP && ht_thp_pmd_on() == 0) {
 		r->mode = mode;
 		return fail(r, HT_E_THP_OFF, -EPERM);
+	}
+	if (mode == HT_MODE_FOLIOS && ht_folios_available() != 1) {
+		r->mode = mode;
+		return fail(r, HT_E_FOLIOS_OFF, -EPERM);
 	}
 	err = build_copy(opt, mode, &span, src, &copy, r);
 	if (err < 0)
@@ -418,6 +448,23 @@ static int pool_check(size_t len, struct ht_region *r)
 	return 0;
 }
 
+/*
+ * Where the arm64 contiguous bit makes them pay, a THP copy that got no
+ * 2 MiB page (or may not have one) is made again on 64 KiB folios, when
+ * the kernel offers them (folios.h).  Not on x86-64, where they gain
+ * nothing.
+ */
+static int falls_back_to_folios(const struct ht_options *opt, int err, const struct ht_region *r)
+{
+	if (!HT_ARCH_FOLIO_FALLBACK || err >= 0 || r->mode != HT_MODE_THP)
+		return 0;
+	if (opt->mode != HT_MODE_THP && opt->mode != HT_MODE_AUTO)
+		return 0;
+	if (r->error != HT_E_NO_HUGE && r->error != HT_E_THP_OFF)
+		return 0;
+	return ht_folios_available() == 1;
+}
+
 int ht_move_span(const struct ht_options *opt, struct ht_span span,
 		 const struct ht_source *src, struct ht_region *r)
 {
@@ -437,21 +484,24 @@ int ht_move_span(const struct ht_options *opt, struct ht_span span,
 			err = move_with(opt, HT_MODE_EXPLICIT, span, src, r);
 	}
 	/* Code that changed under the copy would change under a second one too. */
-	if (opt->mode == HT_MODE_THP || (opt->mode == HT_MODE_AUTO && err < 0 && r->error != HT_E_CHANGED)) {
+	if (opt->mode == HT_MODE_THP || opt->mode == HT_MODE_FOLIOS ||
+	    (opt->mode == HT_MODE_AUTO && err < 0 && r->error != HT_E_CHANGED)) {
 		/*
 		 * A process that turned THP off for itself (MariaDB does) gets no
-		 * huge page for a THP copy: asked before anything is spent, and
-		 * its setting is left as it is.
+		 * huge page for a THP copy, nor a folio: asked before anything is
+		 * spent, and its setting is left as it is.
 		 */
 		if (ht_sys_thp_disabled() == 1) {
-			r->mode = HT_MODE_THP;
+			r->mode = opt->mode == HT_MODE_FOLIOS ? HT_MODE_FOLIOS : HT_MODE_THP;
 			r->status = HT_STATUS_SKIPPED;
 			r->error = HT_E_THP_PROCESS;
 			r->sys_errno = 0;
 			return -EPERM;
 		}
-		err = move_with(opt, HT_MODE_THP, span, src, r);
+		err = move_with(opt, opt->mode == HT_MODE_FOLIOS ? HT_MODE_FOLIOS : HT_MODE_THP, span, src, r);
 	}
+	if (falls_back_to_folios(opt, err, r))
+		err = move_with(opt, HT_MODE_FOLIOS, span, src, r);
 	if (err < 0)
 		return err;
 	r->status = HT_STATUS_OK;

@@ -17,9 +17,9 @@ const char *ht_status_str(enum ht_status status)
 
 const char *ht_mode_str(enum ht_mode mode)
 {
-	static const char *const names[] = { "auto", "thp", "explicit", "off" };
+	static const char *const names[] = { "auto", "thp", "explicit", "off", "folios" };
 
-	return (unsigned)mode < 4 ? names[mode] : "unknown";
+	return (unsigned)mode < 5 ? names[mode] : "unknown";
 }
 
 const char *ht_error_str(enum ht_error error)
@@ -55,6 +55,8 @@ const char *ht_error_str(enum ht_error error)
 		[HT_E_KERNEL_PAGES] = "this kernel's PMD does not map 2 MiB (its pages are not 4 KiB); "
 				      "hugetext moves 2 MiB pages only",
 		[HT_E_COLD] = "the process has run none of this code yet: a copy of what runs takes nothing (copy_hot)",
+		[HT_E_FOLIOS_OFF] = "the kernel offers no 64 KiB folios (transparent_hugepage/hugepages-64kB "
+				    "absent or never)",
 	};
 
 	/* With the sizes once this process has read them (pagesize.c). */

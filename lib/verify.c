@@ -130,6 +130,13 @@ void ht_verify(struct run *r)
 			}
 			huge = ht_smaps_huge_in(smaps, len, g->start, g->end);
 		}
+		/*
+		 * The kernel shows a process its 2 MiB pages only: a copy on
+		 * folios keeps what the move counted of them (folios.h), with the
+		 * page cache's kept pages.
+		 */
+		if (g->mode == HT_MODE_FOLIOS && g->kept_bytes + g->huge_bytes > huge)
+			huge = g->kept_bytes + g->huge_bytes;
 		g->huge_bytes = (size_t)huge;
 		/* What is huge beyond the kept page-cache pages is our copy's. */
 		if (g->private_code_bytes)

@@ -10,6 +10,9 @@
  * which need a single-threaded process, first thing in main(); "unshare
  * threaded" does so with a thread of its own alive, to show the rule (and
  * see namespaces() for more).
+ * "folios" prints the kB of its text on anonymous folios of 64 KiB or
+ * more (folio_kb, counted as root from pagemap and kpageflags; -1 when
+ * those cannot be read) and movable_kb.
  * "closefrom FILE" closes every descriptor above stderr first thing, as
  * daemons do, then works with FILE through a descriptor of its own and
  * keeps closing every other one; then it awaits the move.
@@ -329,6 +332,9 @@ int main(int argc, char **argv)
 		namespaces(argc, argv);
 	printf("sum %lu\n", bigtext_sum(7));
 	printf("fds %d\n", count_fds());
+	if (argc > 1 && strcmp(argv[1], "folios") == 0)
+		printf("folio_kb %ld\nmovable_kb %lu\n", folio_anon_kb_in(bigtext_start, bigtext_end),
+		       movable_kb());
 	if (argc > 1 && strcmp(argv[1], "smaps") == 0)
 		printf("main_huge_kb %lu\nhuge_kb %lu\nfile_pmd_kb %lu\n", main_kb,
 		       huge_kb_in(bigtext_start, bigtext_end), file_pmd_kb_in(bigtext_start, bigtext_end));

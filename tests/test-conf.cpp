@@ -116,9 +116,10 @@ TEST_CASE("each mode name, and nothing else", "[conf]")
 	CHECK(parse("mode = thp")->conf.mode == HT_CONF_MODE_THP);
 	CHECK(parse("mode = explicit")->conf.mode == HT_CONF_MODE_EXPLICIT);
 	CHECK(parse("mode = off")->conf.mode == HT_CONF_MODE_OFF);
+	CHECK(parse("mode = folios")->conf.mode == HT_CONF_MODE_FOLIOS);
 	auto p = parse("mode = fast\n");
 	CHECK(p->rc == -EINVAL);
-	CHECK(p->err == "line 1: mode: 'fast' is not auto, thp, explicit or off");
+	CHECK(p->err == "line 1: mode: 'fast' is not auto, thp, explicit, off or folios");
 	CHECK(parse("mode = AUTO")->rc == -EINVAL);
 }
 

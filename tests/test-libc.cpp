@@ -64,6 +64,8 @@ static const std::map<std::string, std::string> allowed = {
 	{ "dlerror", "the loader's interface" },
 	{ "getauxval", "the auxiliary vector the kernel handed the process (the base page size): "
 		       "read-only data glibc's loader keeps, a name reserved to it" },
+	{ "__getauxval", "arm64 only: libgcc's outline atomics (GCC's default there) ask it once, "
+			 "in a constructor, whether the processor has LSE atomics; glibc's own name" },
 	{ "__environ", "the environment, only read (the preload's constructor looks for HUGETEXT_ "
 		       "names): glibc's own variable, the one its getenv() reads, a name reserved to it" },
 };

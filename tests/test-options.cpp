@@ -46,6 +46,7 @@ TEST_CASE("every mode name is understood, in any case", "[options]")
 	CHECK(env_opts({ { "HUGETEXT_MODE", "thp" } }).mode == HT_MODE_THP);
 	CHECK(env_opts({ { "HUGETEXT_MODE", "EXPLICIT" } }).mode == HT_MODE_EXPLICIT);
 	CHECK(env_opts({ { "HUGETEXT_MODE", "off" } }).mode == HT_MODE_OFF);
+	CHECK(env_opts({ { "HUGETEXT_MODE", "Folios" } }).mode == HT_MODE_FOLIOS);
 	CHECK(env_opts({ { "HUGETEXT_MODE", "auto" } }).mode == HT_MODE_AUTO);
 }
 

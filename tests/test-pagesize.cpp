@@ -16,6 +16,7 @@
 
 extern "C" {
 #include "hugetext.h"
+#include "folios.h"
 #include "pagesize.h"
 #include "sys.h"
 }
@@ -92,7 +93,7 @@ TEST_CASE("A PMD maps what hpage_pmd_size says, or 2 MiB on a 4 KiB kernel witho
 
 TEST_CASE("2 MiB moves need a 2 MiB PMD in every mode, explicit pages the 2 MiB hugetlb size too", "[pagesize]")
 {
-	for (ht_mode m : { HT_MODE_AUTO, HT_MODE_THP, HT_MODE_EXPLICIT }) {
+	for (ht_mode m : { HT_MODE_AUTO, HT_MODE_THP, HT_MODE_EXPLICIT, HT_MODE_FOLIOS }) {
 		INFO("mode " << ht_mode_str(m));
 		CHECK(ht_pages_check(&k4, m) == HT_E_NONE);
 		CHECK(ht_pages_check(&k16, m) == HT_E_KERNEL_PAGES);
@@ -177,7 +178,7 @@ TEST_CASE("Under a 16 or 64 KiB kernel's facts every mode skips the code, which 
 
 	for (const ht_page_facts *k : { &k16, &k64 }) {
 		ht_page_facts_set(k);
-		for (ht_mode m : { HT_MODE_AUTO, HT_MODE_THP, HT_MODE_EXPLICIT }) {
+		for (ht_mode m : { HT_MODE_AUTO, HT_MODE_THP, HT_MODE_EXPLICIT, HT_MODE_FOLIOS }) {
 			struct ht_options opt;
 			ht_options_init(&opt);
 			opt.mode = m;
@@ -210,10 +211,10 @@ TEST_CASE("Under a 16 or 64 KiB kernel's facts every mode skips the code, which 
 	CHECK(bigtext_sum(7) == sum);
 	// Each line of the report gives the reason with the sizes.
 	auto lines = read_report(report);
-	REQUIRE(lines.size() == 6);
-	for (size_t i = 0; i < 3; i++)
+	REQUIRE(lines.size() == 8);
+	for (size_t i = 0; i < 4; i++)
 		CHECK(lines[i]["error"] == reason(k16));
-	for (size_t i = 3; i < 6; i++)
+	for (size_t i = 4; i < 8; i++)
 		CHECK(lines[i]["error"] == reason(k64));
 	CHECK(lines[0]["status"] == "skipped");
 }
@@ -244,4 +245,46 @@ TEST_CASE("With this kernel's own facts the check lets the move through", "[page
 		CHECK(r.status == HT_STATUS_OK);
 		CHECK(r.huge_bytes > 0);
 	}
+}
+
+TEST_CASE("a THP size is on from its own setting, or THP's when it inherits", "[pagesize][folios]")
+{
+	const char *on = "[always] madvise never", *mad = "always [madvise] never", *off = "always madvise [never]";
+
+	CHECK(ht_thp_size_setting("always inherit [madvise] never", off, 0) == 1);
+	CHECK(ht_thp_size_setting("[always] inherit madvise never", off, 0) == 1);
+	CHECK(ht_thp_size_setting("always inherit madvise [never]", on, 1) == 0);
+	CHECK(ht_thp_size_setting("always [inherit] madvise never", mad, 0) == 1);
+	CHECK(ht_thp_size_setting("always [inherit] madvise never", off, 1) == 0);
+	// No file for the size: kernels before 6.8.  The PMD size follows THP, others do not exist.
+	CHECK(ht_thp_size_setting(nullptr, on, 1) == 1);
+	CHECK(ht_thp_size_setting(nullptr, off, 1) == 0);
+	CHECK(ht_thp_size_setting(nullptr, on, 0) == 0);
+	CHECK(ht_thp_size_setting(nullptr, nullptr, 1) == 0);
+	CHECK(ht_thp_size_setting("garbage", on, 1) == 0);
+}
+
+TEST_CASE("the copy's 64 KiB folios are counted as a lower bound from the kernel's counters",
+	  "[pagesize][folios]")
+{
+	const size_t len = 2 * MiB; // 32 pieces of 64 KiB
+	ht_folio_stats before{ 100, 7, 1 }, after{ 132, 7, 1 };
+
+	CHECK(ht_folio_bytes(len, &before, &after) == len);
+	// Others' fallbacks in the window count against the copy.
+	after = { 140, 10, 1 };
+	CHECK(ht_folio_bytes(len, &before, &after) == 29 * 64 * KiB);
+	// Fewer allocations than pieces: no more than were made.
+	after = { 120, 7, 1 };
+	CHECK(ht_folio_bytes(len, &before, &after) == 20 * 64 * KiB);
+	after = { 200, 50, 1 };
+	CHECK(ht_folio_bytes(len, &before, &after) == 0);
+	// Unread or gone backwards (a counter reset): nothing is claimed.
+	after = { 132, 7, 0 };
+	CHECK(ht_folio_bytes(len, &before, &after) == 0);
+	after = { 50, 7, 1 };
+	CHECK(ht_folio_bytes(len, &before, &after) == 0);
+	before.ok = 0;
+	after = { 132, 7, 1 };
+	CHECK(ht_folio_bytes(len, &before, &after) == 0);
 }

@@ -27,7 +27,7 @@ static const char run_usage[] =
 	"Run CMD with the hugetext preload, which moves its code onto huge pages\n"
 	"before main().  Each option sets the environment variable shown.\n"
 	"\n"
-	"  --mode M        auto, thp, explicit or off            HUGETEXT_MODE\n"
+	"  --mode M        auto, thp, explicit, off or folios    HUGETEXT_MODE\n"
 	"  --match RE      also move shared libraries matching   HUGETEXT_MATCH\n"
 	"  --ignore RE     leave matching objects alone          HUGETEXT_IGNORE\n"
 	"  --verbose       one line per region on stderr         HUGETEXT_VERBOSE=1\n"
@@ -154,7 +154,7 @@ static int set_option(int c, const char *arg)
 	switch (c) {
 	case 'm':
 		if (ht_parse_mode(arg, &mode) < 0) {
-			hte_error("run", "--mode '%s': not one of auto, thp, explicit, off", arg);
+			hte_error("run", "--mode '%s': not one of auto, thp, explicit, off, folios", arg);
 			return -1;
 		}
 		return setenv("HUGETEXT_MODE", ht_mode_str(mode), 1);

@@ -39,6 +39,13 @@ enum ht_mode {
 	HT_MODE_THP = 1,      /* transparent huge pages (MADV_HUGEPAGE) */
 	HT_MODE_EXPLICIT = 2, /* pages from the hugetlb pool (MAP_HUGETLB) */
 	HT_MODE_OFF = 3,      /* do nothing */
+	/*
+	 * A copy on 64 KiB folios (multi-size THP) or larger: the kernel
+	 * gives the largest size it allows.  Where no 2 MiB page can be had,
+	 * arm64 falls back to it from thp and auto by itself; on x86-64 it
+	 * gains nothing and is only taken when asked for.
+	 */
+	HT_MODE_FOLIOS = 4,
 };
 
 /* What happened to one region. */
@@ -81,6 +88,7 @@ enum ht_error {
 	HT_E_THP_PROCESS,  /* skipped: the process turned THP off (PR_SET_THP_DISABLE), no pool room */
 	HT_E_KERNEL_PAGES, /* skipped: the kernel's PMD does not map 2 MiB (16 or 64 KiB pages) */
 	HT_E_COLD,         /* skipped: copy_hot, and the process has run none of this span's code */
+	HT_E_FOLIOS_OFF,   /* failed: the kernel offers no 64 KiB folios (absent, or "never") */
 	HT_E__COUNT
 };
 
@@ -189,8 +197,13 @@ struct ht_region {
 	char object[512];     /* path of the object, or "" if unknown */
 	uintptr_t start, end; /* the 2 MiB-aligned span considered (end exclusive) */
 	size_t bytes;         /* end - start: the bytes tried */
-	size_t huge_bytes;    /* bytes of the span on huge pages, read from smaps */
-	enum ht_mode mode;    /* THP or EXPLICIT when swapped; the request otherwise */
+	/*
+	 * Bytes of the span on huge pages, read from smaps.  In folios mode:
+	 * the 2 MiB pages there, plus a lower bound on the 64 KiB folios
+	 * (the kernel's counters, folios.h).
+	 */
+	size_t huge_bytes;
+	enum ht_mode mode;    /* THP, EXPLICIT or FOLIOS when swapped; the request otherwise */
 	double ms;            /* time spent on this region, in milliseconds */
 	enum ht_status status;
 	enum ht_error error;  /* HT_E_NONE when status is HT_STATUS_OK */
@@ -280,7 +293,7 @@ int ht_thp_available(void);
 const char *ht_status_str(enum ht_status status);
 
 /**
- * ht_mode_str - name of a mode: "auto", "thp", "explicit" or "off".
+ * ht_mode_str - name of a mode: "auto", "thp", "explicit", "off" or "folios".
  *
  * Returns: a static string; "unknown" for values out of range.
  */

@@ -22,6 +22,13 @@
 #define HT_ARCH_PMD_4K (2UL * 1024 * 1024)
 
 /*
+ * Whether a copy that gets no 2 MiB page falls back to 64 KiB folios
+ * (folios.h): arm64 maps a 64 KiB folio with the contiguous bit, one TLB entry for
+ * 16 pages: where no 2 MiB page can be had, a copy on them still pays.
+ */
+#define HT_ARCH_FOLIO_FALLBACK 1
+
+/*
  * Makes code written through the data side (the copy's memcpy() or
  * pread()) visible to instruction fetch, as arm64 asks: clean each data
  * cache line to the point of unification, then invalidate the

@@ -20,6 +20,12 @@
  */
 #define HT_ARCH_PMD_4K 0
 
+/*
+ * Whether a copy that gets no 2 MiB page falls back to 64 KiB folios
+ * (folios.h): not known to pay here.
+ */
+#define HT_ARCH_FOLIO_FALLBACK 0
+
 /* The compiler knows how this processor makes new code visible to fetch. */
 static inline void ht_arch_sync_code(const void *start, size_t len)
 {

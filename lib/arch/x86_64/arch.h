@@ -18,6 +18,13 @@
 #define HT_ARCH_PMD_4K (2UL * 1024 * 1024)
 
 /*
+ * Whether a copy that gets no 2 MiB page falls back to 64 KiB folios
+ * (folios.h): x86-64 has no contiguous bit: a 64 KiB folio takes as many TLB entries
+ * as 16 pages, so a copy on them is not worth its memory.
+ */
+#define HT_ARCH_FOLIO_FALLBACK 0
+
+/*
  * Nothing to do after writing code that is about to run: x86-64 keeps the
  * instruction fetch coherent with stores, and the swap's mremap() is a
  * serializing system call for the thread that makes it.
