@@ -13,6 +13,7 @@ erase the others.
 import json
 import os
 import re
+import shlex
 import sys
 
 MIB = 1 << 20
@@ -236,14 +237,85 @@ def console_counts(path):
     return done
 
 
+# The suites a whole run leaves out: fuzz (matrix.sh), and package on arm64 (run.sh).
+WHOLE_SUITE_SKIPS = {"fuzz", "package"}
+
+
+def meson_args(d):
+    """The meson test arguments a run was given (job.env's HT_MESON_ARGS,
+    written by matrix.sh and run.sh: "none" for no suite), as words; None
+    when the run dir does not say."""
+    path = os.path.join(d, "job.env")
+    if not os.path.exists(path):
+        return None
+    for line in open(path, errors="replace"):
+        key, _, value = line.rstrip("\n").partition("=")
+        if key == "HT_MESON_ARGS":
+            # One quoted value, which guest.sh splits into words unquoted.
+            try:
+                return " ".join(shlex.split(value)).split()
+            except ValueError:
+                return None
+    return None
+
+
+def names(words, most=8):
+    """@words as a list, the first few only past @most."""
+    if len(words) <= most:
+        return ", ".join(words)
+    return "%s and %d more" % (", ".join(words[:most - 3]), len(words) - most + 3)
+
+
+def selection(args):
+    """What of the suite a run was asked for, in words: "" for the whole
+    suite (what matrix.sh and run.sh run without --suite or --test), else
+    "partial: ..." naming the tests or suites picked, and "each N times"
+    for meson's --repeat."""
+    tests, suites, left_out, other = [], [], [], []
+    repeat = None
+    i = 0
+    while args and i < len(args):
+        a = args[i]
+        if a in ("--suite", "--no-suite") and i + 1 < len(args):
+            (suites if a == "--suite" else left_out).append(args[i + 1])
+            i += 2
+            continue
+        if a.startswith("--repeat"):
+            if "=" in a:
+                repeat = a.partition("=")[2]
+            elif i + 1 < len(args):
+                repeat, i = args[i + 1], i + 1
+        elif a.startswith("-"):
+            other.append(a)
+        else:
+            tests.append(a)
+        i += 1
+    parts = []
+    if tests:
+        parts.append("%d test%s: %s" % (len(tests), "" if len(tests) == 1 else "s", names(tests)))
+    if suites:
+        parts.append("suite%s %s" % ("" if len(suites) == 1 else "s", ", ".join(suites)))
+    extra = [s for s in left_out if s not in WHOLE_SUITE_SKIPS]
+    if extra and not suites:
+        parts.append("without suite%s %s" % ("" if len(extra) == 1 else "s", ", ".join(extra)))
+    parts += other
+    what = "partial: " + "; ".join(parts) if parts else ""
+    if repeat:
+        what += ("; " if what else "") + "each run %s times" % repeat
+    return what
+
+
 def suite_cell(d):
-    job = open(os.path.join(d, "job.env")).read() if os.path.exists(os.path.join(d, "job.env")) else ""
-    if "HT_MESON_ARGS='none'" in job:
+    args = meson_args(d)
+    if args == ["none"]:
         real, real_failed = real_cell(d)
         return "probe only" + real, ["real program " + p for p in real_failed], []
+    # A run of some tests only says so: its counts are not the suite's.
+    asked = selection(args)
+    asked = " (%s)" % asked if asked else ""
     if os.path.exists(os.path.join(d, "testlog.json")):
         p, f, s, failed, skipped = suite_counts(os.path.join(d, "testlog.json"))
-        cell = "%d passed, %d failed, %d skipped" % (p, f, s)
+        cell = "%d passed, %d failed, %d skipped%s" % (p, f, s, asked)
         clang = os.path.join(d, "clang.result")
         if os.path.exists(clang):
             cell += "; clang: %s" % (open(clang).read().strip() or "?")[:60]
@@ -253,7 +325,7 @@ def suite_cell(d):
     ok = sum(1 for r in done.values() if r == "OK")
     bad = sorted(t for t, r in done.items() if r not in ("OK", "SKIP"))
     skip = sorted((t, "see its log") for t, r in done.items() if r == "SKIP")
-    return "stopped early: %d passed, %d failed, %d skipped" % (ok, len(bad), len(skip)), bad, skip
+    return "stopped early: %d passed, %d failed, %d skipped%s" % (ok, len(bad), len(skip), asked), bad, skip
 
 
 def why(kernel, second, first):
@@ -520,7 +592,10 @@ def main():
     print("`bigtext-aligned`; `bigtext-pie` (4 KiB segments), started by the kernel and")
     print("through ld.so (`bigtext-pie-ldso`); `clang++ -O2 -c` of a small file, with")
     print("Debian's libLLVM and libclang-cpp copied onto the disk under test and bound")
-    print("over the installed files (full runs only, as the clang check).")
+    print("over the installed files (full runs only, as the clang check). *suite* counts")
+    print("the meson tests the run ran: the whole suite but fuzz (and, on arm64, the")
+    print("package suite), unless it says *partial* and names the tests or suites it was")
+    print("given (`--test`, `--suite`; *each run N times* for meson's `--repeat`).")
 
 
 if __name__ == "__main__":
