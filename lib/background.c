@@ -80,8 +80,8 @@ static int hot_wait(const struct ht_options *opt)
  * With copy_hot, once due (bg_mu held): the due time again from what the
  * copy would take now, as the program has run more of its code.  Returns
  * 1 when the copy pays now, else 0 with a later bg_due_ms.  The queue is
- * scanned without the lock (reads of our own page tables, about a
- * millisecond for 100 MiB).  Each look moves the due time by at least one
+ * planned and scanned without the lock (our maps and page tables, about
+ * a millisecond for 100 MiB).  Each look moves the due time by at least one
  * 2 MiB range's wait (80 ms of CPU), so looking costs the program little.
  */
 static int hot_due(void)
@@ -92,8 +92,7 @@ static int hot_due(void)
 
 	memcpy(q, bg_queue, n * sizeof(q[0]));
 	pthread_mutex_unlock(&bg_mu);
-	for (size_t i = 0; i < n; i++)
-		bytes += ht_hot_copy_bytes(q[i].start, q[i].end);
+	bytes = ht_hot_copy_bytes(bg_opt, q, n);
 	pthread_mutex_lock(&bg_mu);
 	now = cpu_ms();
 	if (bytes && now >= bg_t0_ms + copy_after(bytes))

@@ -193,24 +193,35 @@ static void count_present(uint64_t lo, uint64_t hi, void *ctx)
 	}
 }
 
-int ht_sys_scan_present(uintptr_t start, size_t n, uint16_t *present)
+/* The present pages of [@start, @end) in each of the @n 2 MiB ranges from @start. */
+static int scan_present_to(uintptr_t start, size_t n, uintptr_t end, uint16_t *present)
 {
 	struct present_counts c = { start, n, present };
 
 	memset(present, 0, n * sizeof(*present));
-	return scan_pages(start, start + n * (2u << 20), HT_PAGE_IS_PRESENT, count_present, &c);
+	return scan_pages(start, end, HT_PAGE_IS_PRESENT, count_present, &c);
+}
+
+int ht_sys_scan_present(uintptr_t start, size_t n, uint16_t *present)
+{
+	return scan_present_to(start, n, start + n * (2u << 20), present);
 }
 
 /* Bit 63 of each 8-byte pagemap entry: the page is present (docs: admin-guide/mm/pagemap). */
-static int read_present(int fd, uintptr_t start, size_t n, uint16_t *present)
+static int read_present(int fd, uintptr_t start, size_t n, uintptr_t end, uint16_t *present)
 {
 	uint64_t entries[HT_PM_PER_CHUNK];
 
 	for (size_t i = 0; i < n; i++) {
 		uintptr_t at = start + i * (2u << 20);
-		ssize_t got = ht_sys_pread_full(fd, entries, sizeof(entries),
-						(off_t)(at / HT_PM_PAGE * sizeof(uint64_t)));
+		size_t pages = at < end ? (end - at) / HT_PM_PAGE : 0;
+		ssize_t got = 0;
 
+		if (pages > HT_PM_PER_CHUNK)
+			pages = HT_PM_PER_CHUNK;
+		if (pages)
+			got = ht_sys_pread_full(fd, entries, pages * sizeof(uint64_t),
+						(off_t)(at / HT_PM_PAGE * sizeof(uint64_t)));
 		if (got < 0)
 			return (int)got;
 		present[i] = 0;
@@ -220,16 +231,24 @@ static int read_present(int fd, uintptr_t start, size_t n, uint16_t *present)
 	return 0;
 }
 
-int ht_sys_present_pages(uintptr_t start, size_t n, uint16_t *present)
+int ht_sys_present_pages_to(uintptr_t start, size_t n, uintptr_t end, uint16_t *present)
 {
-	int err = ht_sys_scan_present(start, n, present), fd;
+	uintptr_t last = start + n * (2u << 20);
+	int err, fd;
 
+	end = end < start ? start : end > last ? last : (end + HT_PM_PAGE - 1) & ~(uintptr_t)(HT_PM_PAGE - 1);
+	err = scan_present_to(start, n, end, present);
 	if (err != -ENOTTY)
 		return err;
 	fd = ht_sys_open("/proc/self/pagemap", O_RDONLY, 0);
 	if (fd < 0)
 		return fd;
-	err = read_present(fd, start, n, present);
+	err = read_present(fd, start, n, end, present);
 	ht_sys.close(fd);
 	return err;
+}
+
+int ht_sys_present_pages(uintptr_t start, size_t n, uint16_t *present)
+{
+	return ht_sys_present_pages_to(start, n, start + n * (2u << 20), present);
 }

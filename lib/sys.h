@@ -259,6 +259,12 @@ int ht_sys_scan_huge_chunks(uintptr_t start, size_t n, unsigned char *huge);
  * bit 63 (readable without privileges; only the frame numbers are hidden).
  */
 int ht_sys_present_pages(uintptr_t start, size_t n, uint16_t *present);
+/*
+ * The same, counting only the pages below @end (rounded up to 4 KiB):
+ * the code's own pages in a last range it shares with free space or other
+ * mappings.
+ */
+int ht_sys_present_pages_to(uintptr_t start, size_t n, uintptr_t end, uint16_t *present);
 /* The same through PAGEMAP_SCAN only: -ENOTTY on kernels before 6.7. */
 int ht_sys_scan_present(uintptr_t start, size_t n, uint16_t *present);
 

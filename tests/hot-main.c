@@ -1,11 +1,13 @@
 /*
  * Runs the first 4 MiB of its 40 MiB of generated code, over and over,
  * until the process has used MS ms of CPU time (argv[1]); then, when
- * asked (argv[2] and argv[3]), the 4 MiB from LATER MiB on until it has
- * used LATER_MS ms more.  Then it sleeps a second (no CPU: a copy that
- * fell due meanwhile finishes) and prints the kB of its text on huge
- * pages, and of the later 4 MiB, counted from smaps independently of the
- * library.  For the preload's copy of what runs (tests/test-hot.cpp).
+ * asked (argv[2] and argv[3]), the 4 MiB from LATER MiB on (up to the
+ * text's end) until it has used LATER_MS ms more.  Then it sleeps a
+ * second (no CPU: a copy that fell due meanwhile finishes) and prints the
+ * kB of its text on huge pages, and of the later 4 MiB, counted from
+ * smaps independently of the library.  For the preload's copy of what
+ * runs (tests/test-hot.cpp).  hot-tail is the same program with 9 MiB of code and bigtext-tail's
+ * layout: the code's last 1 MiB lies alone in its last 2 MiB page.
  *   hot-main MS [LATER_MS LATER]
  */
 #ifndef _GNU_SOURCE
@@ -53,9 +55,12 @@ int main(int argc, char **argv)
 	size_t text = (size_t)(bigtext_end - bigtext_start);
 	unsigned n = (4u << 20) / bigtext_stride;
 	unsigned long sum;
+	size_t later_end;
 
-	if (later > text - (4u << 20))
-		later = text - (4u << 20);
+	/* The later run may start in the last 4 MiB (hot-tail): it ends with the text. */
+	if (later > text - bigtext_stride)
+		later = text - bigtext_stride;
+	later_end = later + (4u << 20) < text ? later + (4u << 20) : text;
 	if (n > bigtext_count)
 		n = bigtext_count;
 	sink = run_until(0, until);
@@ -70,6 +75,6 @@ int main(int argc, char **argv)
 	       (unsigned long)text / 1024);
 	if (later_ms > 0)
 		printf("later_huge_kb %lu\n",
-		       huge_kb_in(bigtext_start + later, bigtext_start + later + (4u << 20)));
+		       huge_kb_in(bigtext_start + later, bigtext_start + later_end));
 	return 0;
 }

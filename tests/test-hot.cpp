@@ -1,12 +1,14 @@
 // Description: copy what runs (HUGETEXT_COPY_HOT): which 2 MiB ranges of a
 // span count as hot (pure), the present pages counted per range through
-// PAGEMAP_SCAN and through /proc/self/pagemap alike, and a deferred copy
-// of a library that moves only the part the process ran.
+// PAGEMAP_SCAN and through /proc/self/pagemap alike (the code's own pages
+// only in a partial last page), the wait counting what the copy takes, and
+// a deferred copy of a library that moves only the part the process ran.
 #include <catch2/catch.hpp>
 
 #include <cerrno>
 #include <cstring>
 #include <dlfcn.h>
+#include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
 #include <thread>
@@ -105,9 +107,157 @@ TEST_CASE("present pages are counted per 2 MiB range, with PAGEMAP_SCAN or the p
 	CHECK(present[1] == 0);
 	CHECK(present[2] == 3);
 	CHECK(present[3] == 512);
-	// What the background thread's wait counts: ranges 0 to 3, the cold one between included.
-	CHECK(ht_hot_copy_bytes((uintptr_t)t.at, (uintptr_t)t.at + 4 * MiB2) == 4 * MiB2);
-	CHECK(ht_hot_copy_bytes((uintptr_t)t.at + MiB2, (uintptr_t)t.at + 3 * MiB2) == 0);
+	// What the background thread's wait counts: ranges 0 to 3, the cold ones
+	// between included (planned as code: the memory made r-x).
+	REQUIRE(mprotect(t.at, 4 * MiB2, PROT_READ | PROT_EXEC) == 0);
+	ht_options opt;
+	ht_options_init(&opt);
+	opt.page_cache = 0;
+	ht_seg_query q{};
+	q.any_object = 1;
+	q.start = (uintptr_t)t.at;
+	q.end = (uintptr_t)t.at + 4 * MiB2;
+	CHECK(ht_hot_copy_bytes(&opt, &q, 1) == 4 * MiB2);
+	q.start = (uintptr_t)t.at + MiB2;
+	q.end = (uintptr_t)t.at + 3 * MiB2;
+	CHECK(ht_hot_copy_bytes(&opt, &q, 1) == 0);
+}
+
+TEST_CASE("present pages are counted up to the code's end inside its last 2 MiB range", "[hot]")
+{
+	touched t;
+	uint16_t present[4];
+	uintptr_t at = (uintptr_t)t.at;
+
+	// Range 3 is all written; only its first 100 pages are below the end.
+	for (int pass = 0; pass < 2; pass++) {
+		if (pass == 1)
+			ht_sys.ioctl = fail_ioctl; // the pagemap file's way
+		std::fill(present, present + 4, 9);
+		int err = ht_sys_present_pages_to(at, 4, at + 3 * MiB2 + 100 * 4096, present);
+		REQUIRE(err == 0);
+		CHECK(present[0] == 100);
+		CHECK(present[1] == 0);
+		CHECK(present[2] == 3);
+		CHECK(present[3] == 100);
+		// An end inside range 0: 50 of its pages, none of the others'; not page-aligned, rounded up.
+		std::fill(present, present + 4, 9);
+		REQUIRE(ht_sys_present_pages_to(at, 4, at + 49 * 4096 + 1, present) == 0);
+		CHECK(present[0] == 50);
+		CHECK(present[1] == 0);
+		CHECK(present[3] == 0);
+		ht_sys_reset();
+	}
+}
+
+TEST_CASE("a partial last page the span took is hot by its code's pages and copied whole", "[hot]")
+{
+	// A span of four ranges whose last holds 1.5 MiB of code, then free space.
+	ht_seg_plan p{};
+	p.span.start = 16 * MiB2;
+	p.span.end = 20 * MiB2;
+	p.mapped = 3 * MiB2 + MiB2 * 3 / 4;
+	p.file_off = 0x200000;
+	p.reserve_gap = 1;
+	ht_seg_plan part{};
+
+	// Only the last page's code runs (100 of its 384 pages): it alone is copied.
+	const uint16_t tail[] = { 0, 16, 63, 100 };
+	CHECK(ht_hot_pick(&p, tail, 4, &part) == MiB2);
+	CHECK(part.span.start == 19 * MiB2);
+	CHECK(part.span.end == 20 * MiB2);
+	CHECK(part.file_off == p.file_off + 3 * MiB2);
+	CHECK(part.mapped == MiB2 * 3 / 4);
+	CHECK(part.reserve_gap == 1);
+	// The first range and the last: all between is copied with them.
+	const uint16_t ends[] = { 64, 0, 0, 64 };
+	CHECK(ht_hot_pick(&p, ends, 4, &part) == 2 * MiB2);
+	CHECK(part.span.start == p.span.start);
+	CHECK(part.span.end == p.span.end);
+	CHECK(part.mapped == p.mapped);
+	// The last page cold (63 pages): the copy stops before it, with no gap to reserve.
+	const uint16_t head[] = { 512, 0, 0, 63 };
+	CHECK(ht_hot_pick(&p, head, 4, &part) == MiB2);
+	CHECK(part.span.start == p.span.start);
+	CHECK(part.span.end == p.span.start + MiB2);
+	CHECK(part.mapped == MiB2);
+	CHECK(part.reserve_gap == 0);
+}
+
+// 3.5 MiB of a file mapped r-x from a 2 MiB boundary, free space after it
+// to the next boundary: a segment whose span takes its partial last page.
+struct tail_code {
+	std::string path = temp_path("hot-tail.bin");
+	size_t len = MiB2 + MiB2 * 3 / 4;
+	char *at = nullptr;
+	tail_code()
+	{
+		std::vector<char> buf(len, '\xcc');
+		int fd = open(path.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+		REQUIRE(fd >= 0);
+		REQUIRE(write(fd, buf.data(), len) == (ssize_t)len);
+		void *r = mmap(nullptr, 4 * MiB2, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		REQUIRE(r != MAP_FAILED);
+		uintptr_t a = ht_round_up((uintptr_t)r, MiB2);
+		void *m = mmap((void *)a, len, PROT_READ | PROT_EXEC, MAP_PRIVATE | MAP_FIXED, fd, 0);
+		close(fd);
+		REQUIRE(m != MAP_FAILED);
+		at = static_cast<char *>(m);
+		// Free from the code's end (and before its start).
+		munmap(at + len, (uintptr_t)r + 4 * MiB2 - (uintptr_t)(at + len));
+		if (a > (uintptr_t)r)
+			munmap(r, a - (uintptr_t)r);
+		REQUIRE(madvise(at, len, MADV_NOHUGEPAGE) == 0);
+	}
+	~tail_code() { munmap(at, len); }
+	// Reads a byte every 64 KiB of [lo, hi): each fault maps up to 16 pages around it.
+	void run(size_t lo, size_t hi)
+	{
+		for (size_t o = lo; o < hi; o += 65536)
+			(void)*(volatile char *)(at + o);
+	}
+};
+
+TEST_CASE("the wait counts a partial last page the span takes, as the copy of what runs takes it", "[hot]")
+{
+	tail_code c;
+	ht_options opt;
+	ht_options_init(&opt);
+	opt.page_cache = 0;
+	ht_seg_query q{};
+	q.start = (uintptr_t)c.at;
+	q.end = (uintptr_t)c.at + c.len;
+	std::string maps = read_file("/proc/self/maps");
+	ht_seg_plan p{}, part{};
+	REQUIRE(ht_plan_segment(maps.data(), maps.size(), &q, MiB2, &p) == 0);
+	REQUIRE(p.span.start == q.start);
+	REQUIRE(p.span.end == q.start + 2 * MiB2);
+	REQUIRE(p.reserve_gap == 1);
+
+	CHECK(ht_hot_copy_bytes(&opt, &q, 1) == 0);
+	// The last page's code runs: the copy and the count take that page.
+	c.run(MiB2, c.len);
+	ht_region g{};
+	const ht_seg_plan *h = ht_hot_part(&p, &part, &g);
+	REQUIRE(h == &part);
+	CHECK(part.span.start == q.start + MiB2);
+	CHECK(part.span.end == q.start + 2 * MiB2);
+	CHECK(ht_hot_copy_bytes(&opt, &q, 1) == MiB2);
+	// The first too: both.
+	c.run(0, MiB2);
+	CHECK(ht_hot_copy_bytes(&opt, &q, 1) == 2 * MiB2);
+
+	// Something else in the last page's free space: the span no longer
+	// takes it, and the count leaves its hot code out as the copy does.
+	void *other = mmap(c.at + 2 * MiB2 - 4096, 4096, PROT_READ | PROT_WRITE,
+			   MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+	REQUIRE(other == c.at + 2 * MiB2 - 4096);
+	*(volatile char *)other = 1;
+	maps = read_file("/proc/self/maps");
+	REQUIRE(ht_plan_segment(maps.data(), maps.size(), &q, MiB2, &p) == 0);
+	CHECK(p.span.end == q.start + MiB2);
+	CHECK(ht_hot_copy_bytes(&opt, &q, 1) == MiB2);
+	munmap(other, 4096);
 }
 
 TEST_CASE("the hot part of a plan keeps its file offset and mapped bytes in step", "[hot]")
@@ -119,7 +269,7 @@ TEST_CASE("the hot part of a plan keeps its file offset and mapped bytes in step
 
 	p.span.start = (uintptr_t)t.at;
 	p.span.end = (uintptr_t)t.at + 4 * MiB2;
-	p.mapped = 3 * MiB2 + 4096; // the last range holds a little code, then free space
+	p.mapped = 3 * MiB2 + 100 * 4096; // the last range: 100 pages of code, then free space
 	p.file_off = 0x400000;
 	p.reserve_gap = 1;
 	const ht_seg_plan *c = ht_hot_part(&p, &part, &g);
@@ -131,18 +281,24 @@ TEST_CASE("the hot part of a plan keeps its file offset and mapped bytes in step
 	CHECK(part.mapped == p.mapped);
 	CHECK(part.reserve_gap == 1);
 
-	// Range 3 alone, a span of its own: all of it hot.
+	// Range 3 alone, a span of its own: its 100 pages of code are hot.
 	ht_seg_plan q = p;
 	q.span.start = (uintptr_t)t.at + 3 * MiB2;
 	q.span.end = (uintptr_t)t.at + 4 * MiB2;
-	q.mapped = 4096;
+	q.mapped = 100 * 4096;
 	ht_region h{};
 	c = ht_hot_part(&q, &part, &h);
 	REQUIRE(c == &part);
 	CHECK(h.hot_bytes == MiB2);
 	CHECK(h.cold_bytes == 0);
 	CHECK(part.file_off == q.file_off);
-	CHECK(part.mapped == 4096);
+	CHECK(part.mapped == 100 * 4096);
+	// Only 63 of them: the pages written past the code do not count.
+	q.mapped = 63 * 4096;
+	ht_region f{};
+	c = ht_hot_part(&q, &part, &f);
+	CHECK(c->span.start == c->span.end);
+	CHECK(f.hot_bytes == 0);
 
 	// Ranges 1 and 2 (0 and 3 pages): nothing hot, an empty part.
 	q = p;
@@ -425,6 +581,37 @@ TEST_CASE("a later pass of the preload's copy of what runs adds the code that tu
 	}
 	// The second copy came later, from the thread, as the first did.
 	CHECK(ok[1]["pid"] == ok[0]["pid"]);
+	unlink(report.c_str());
+}
+
+TEST_CASE("the preload's copy of what runs comes due for code in the span's partial last page", "[hot]")
+{
+	// hot-tail: 9 MiB of code from 0x401000 to 0xd03009, free space to
+	// 0xe00000; the span takes the last, partial 2 MiB page (1 MiB of code
+	// in it).  The program runs only the code's last 1 MiB (from 8 MiB into
+	// bigtext, 0xc03000), all in that page, for 1.5 s of CPU: its copy
+	// (2 MiB) pays after 80 ms and takes that page alone.  The wait used to
+	// count only whole pages of code, found none hot, and never came due.
+	std::string report = temp_path("hot-tail.json");
+	std::vector<std::string> env =
+		preload_env(report, { "HUGETEXT_COPY", "HUGETEXT_COPY_AFTER_MS", "HUGETEXT_COPY_HOT=1" });
+	std::vector<std::string> argv = { build_path("tests/hot-tail"), "0", "1500", "8" };
+
+	unlink(report.c_str());
+	run_result plain = run_cmd(argv, { "LD_PRELOAD" });
+	REQUIRE(plain.status == 0);
+	run_result h = run_cmd(argv, env);
+	REQUIRE(h.status == 0);
+	INFO(h.out);
+	CHECK(line_value(h.out, "sum") == line_value(plain.out, "sum"));
+	CHECK(value(plain.out, "later_huge_kb") == 0);
+	// The last page, and nothing else.
+	CHECK(value(h.out, "later_huge_kb") == 2048);
+	CHECK(value(h.out, "huge_kb") == 2048);
+	auto ok = ok_lines(read_report(report));
+	REQUIRE(ok.size() == 1);
+	CHECK(ok[0]["hot_bytes"] == std::to_string(2u << 20));
+	CHECK(std::stoull(ok[0]["end"]) == 0xe00000);
 	unlink(report.c_str());
 }
 
