@@ -12,6 +12,7 @@
 
 #include <csignal>
 #include <cstring>
+#include <elf.h>
 #include <fcntl.h>
 #include <sched.h>
 #include <spawn.h>
@@ -233,8 +234,41 @@ ht_offer offer_of(uint64_t off, uint64_t len, uint64_t mapped)
 	return m;
 }
 
-// The fixture's code span as the library offers it (checked in the first case).
-const uint64_t span_off = 0x200000, span_len = 0x2600000;
+// The fixture's code span as the library offers it (checked in the first
+// case): the whole 2 MiB pages of its executable segment, from its program
+// headers.  x86-64 links the code at 0x401000 (file offset 0x1000), arm64
+// at 0x400000 with the headers (offset 0): 38 and 40 MiB.
+struct code_span {
+	uint64_t off = 0, len = 0;
+};
+
+code_span span_of(const std::string &path)
+{
+	std::string bytes = read_file(path);
+	code_span c;
+	Elf64_Ehdr eh;
+	if (bytes.size() < sizeof(eh))
+		return c;
+	std::memcpy(&eh, bytes.data(), sizeof(eh));
+	for (unsigned i = 0; i < eh.e_phnum; i++) {
+		Elf64_Phdr ph;
+		size_t at = eh.e_phoff + (size_t)i * eh.e_phentsize;
+		if (at + sizeof(ph) > bytes.size())
+			break;
+		std::memcpy(&ph, bytes.data() + at, sizeof(ph));
+		if (ph.p_type != PT_LOAD || !(ph.p_flags & PF_X))
+			continue;
+		const uint64_t huge = 2 << 20;
+		uint64_t lo = (ph.p_vaddr + huge - 1) / huge * huge, hi = (ph.p_vaddr + ph.p_filesz) / huge * huge;
+		c.off = lo - ph.p_vaddr + ph.p_offset;
+		c.len = hi > lo ? hi - lo : 0;
+		break;
+	}
+	return c;
+}
+
+const code_span fixture_span = span_of(build_path("tests/bigtext-nopie"));
+const uint64_t span_off = fixture_span.off, span_len = fixture_span.len;
 
 size_t open_fds(pid_t pid)
 {
@@ -300,6 +334,7 @@ TEST_CASE("the first start offers its code and copies nothing; the next maps roo
 	service svc({ "--no-warm" });
 	REQUIRE(svc.alive());
 
+	REQUIRE(span_len >= 32u << 20); // the fixture's code, read from its headers
 	report_line first = run_once(prog, { "HUGETEXT_PAGE_CACHE=0" });
 	CHECK(first["cache"] == "offered");
 	CHECK(first["status"] == "skipped"); // the default's wait: no copy at this start
@@ -461,7 +496,12 @@ TEST_CASE("hostile clients are refused and the service goes on serving", "[servi
 	bad = offer_of(1ULL << 40, span_len, span_len);
 	REQUIRE(send_raw(&bad, sizeof(bad), { pfd }) == 0);
 	refused_more("span lies outside the file");
-	bad = offer_of(0, 2 << 20, 4096); // the ELF header's page: no code in it
+	// The file's last page: symbols, past the code (arm64's code starts at offset 0).
+	struct stat pst;
+	REQUIRE(fstat(pfd, &pst) == 0);
+	uint64_t last = ((uint64_t)pst.st_size - 1) / 4096 * 4096;
+	REQUIRE(last >= span_off + span_len);
+	bad = offer_of(last, 2 << 20, (uint64_t)pst.st_size - last);
 	REQUIRE(send_raw(&bad, sizeof(bad), { pfd }) == 0);
 	refused_more("not in the file's code");
 
