@@ -47,6 +47,20 @@ const struct ht_seg_plan *ht_hot_part(const struct ht_seg_plan *p, struct ht_seg
 }
 
 /*
+ * Whether PAGEMAP_SCAN (Linux 6.7) tells which of @p's pages the kernel
+ * maps huge.  Before it ht_keep_kernel_pages() reads smaps instead,
+ * milliseconds in a big process: too much for every look of the wait,
+ * which then counts those pages as the rest (present, so hot).
+ */
+static int kernel_pages_cheap(const struct ht_seg_plan *p)
+{
+	unsigned char huge[HT_HOT_MAX_CHUNKS];
+	size_t n = p->mapped / HT_HUGE_PAGE_SIZE;
+
+	return n > 0 && n <= HT_HOT_MAX_CHUNKS && ht_sys_scan_huge_chunks(p->span.start, n, huge) == 0;
+}
+
+/*
  * What a deferred copy of @q would take now, planned as the copy plans
  * it (api.c's do_query and move_planned): the span, less the pages the
  * kernel maps huge from the page cache, then its hot part.
@@ -60,7 +74,7 @@ static uint64_t query_copy_bytes(const struct ht_options *opt, const char *maps,
 
 	if (ht_plan_segment(maps, len, q, HT_HUGE_PAGE_SIZE, &plan) < 0)
 		return 0;
-	if (ht_page_cache_usable(opt, &plan)) {
+	if (ht_page_cache_usable(opt, &plan) && kernel_pages_cheap(&plan)) {
 		ht_keep_kernel_pages(&plan, &rest);
 		p = &rest;
 	}

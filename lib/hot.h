@@ -40,7 +40,8 @@ const struct ht_seg_plan *ht_hot_part(const struct ht_seg_plan *p, struct ht_seg
  * count and the copy agree: a partial end page counts when the span takes
  * it and its code is hot; a span copied whole (ht_hot_part) counts whole;
  * pages the kernel maps huge from the page cache (@opt's page_cache) do
- * not count.  Every whole 2 MiB range when the maps cannot be read.
+ * not count where PAGEMAP_SCAN says which they are (6.7 on).  Every whole
+ * 2 MiB range when the maps cannot be read.
  */
 uint64_t ht_hot_copy_bytes(const struct ht_options *opt, const struct ht_seg_query *qs, size_t n);
 
