@@ -8,6 +8,9 @@
  * smaps independently of the library.  For the preload's copy of what
  * runs (tests/test-hot.cpp).  hot-tail is the same program with 9 MiB of code and bigtext-tail's
  * layout: the code's last 1 MiB lies alone in its last 2 MiB page.
+ * With HOT_AWAIT_MS set, it then waits up to that long (wall time) for
+ * its line in HUGETEXT_REPORT: a move made in the background (HUGETEXT_ASYNC)
+ * may take longer than the second under emulation (arm64 under qemu).
  *   hot-main MS [LATER_MS LATER]
  */
 #ifndef _GNU_SOURCE
@@ -15,6 +18,7 @@
 #endif
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -47,6 +51,34 @@ static unsigned long run_until(size_t from, double until)
 	return sum;
 }
 
+/* True once HUGETEXT_REPORT holds a line of this process (or there is no report). */
+static int reported(void)
+{
+	const char *path = getenv("HUGETEXT_REPORT");
+	char line[4096], key[32];
+	FILE *f;
+	int found = 0;
+
+	if (!path || !*path)
+		return 1;
+	if (!(f = fopen(path, "r")))
+		return 0;
+	snprintf(key, sizeof(key), "\"pid\":%ld,", (long)getpid());
+	while (!found && fgets(line, sizeof(line), f))
+		found = strstr(line, key) != NULL;
+	fclose(f);
+	return found;
+}
+
+static void await_report(void)
+{
+	const char *v = getenv("HOT_AWAIT_MS");
+	long left = v ? atol(v) : 0;
+
+	for (; left > 0 && !reported(); left -= 20)
+		usleep(20 * 1000);
+}
+
 int main(int argc, char **argv)
 {
 	double until = argc > 1 ? atof(argv[1]) : 1000;
@@ -67,6 +99,7 @@ int main(int argc, char **argv)
 	if (later_ms > 0)
 		sink += run_until(later, until + later_ms);
 	sleep(1);
+	await_report();
 	/* One pass, after the copy: its result does not depend on the time run. */
 	sum = 0;
 	for (unsigned i = 0; i < n; i++)

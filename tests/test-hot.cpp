@@ -621,7 +621,8 @@ TEST_CASE("the background move of HUGETEXT_ASYNC takes the whole span, copy_hot 
 	// copy of what runs would find nothing hot and take nothing.
 	std::string report = temp_path("hot-async.json");
 	std::vector<std::string> env =
-		preload_env(report, { "HUGETEXT_COPY=now", "HUGETEXT_ASYNC=1", "HUGETEXT_COPY_HOT=1" });
+		preload_env(report, { "HUGETEXT_COPY=now", "HUGETEXT_ASYNC=1", "HUGETEXT_COPY_HOT=1",
+				      "HOT_AWAIT_MS=60000" });
 	unlink(report.c_str());
 	run_result h = run_cmd({ build_path("tests/hot-main"), "300" }, env);
 	REQUIRE(h.status == 0);
