@@ -1,6 +1,7 @@
 #include "helpers.hpp"
 
 #include <dirent.h>
+#include <elf.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -407,4 +408,32 @@ bool private_run_dir(const std::string &text_dir)
 		     mount("test-run", "/run", "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755") == 0 &&
 		     mkdir("/run/hugetext", 0755) == 0 && mkdir(text_dir.c_str(), 0755) == 0;
 	return ok;
+}
+
+code_span code_span_of(const std::string &path)
+{
+	std::string bytes = read_file(path);
+	code_span c;
+	Elf64_Ehdr eh;
+
+	if (bytes.size() < sizeof(eh))
+		return c;
+	std::memcpy(&eh, bytes.data(), sizeof(eh));
+	for (unsigned i = 0; i < eh.e_phnum; i++) {
+		Elf64_Phdr ph;
+		size_t at = eh.e_phoff + (size_t)i * eh.e_phentsize;
+
+		if (at + sizeof(ph) > bytes.size())
+			break;
+		std::memcpy(&ph, bytes.data() + at, sizeof(ph));
+		if (ph.p_type != PT_LOAD || !(ph.p_flags & PF_X))
+			continue;
+		const unsigned long long huge = 2 << 20;
+		unsigned long long lo = (ph.p_vaddr + huge - 1) / huge * huge;
+		unsigned long long hi = (ph.p_vaddr + ph.p_filesz) / huge * huge;
+		c.off = lo - ph.p_vaddr + ph.p_offset;
+		c.len = hi > lo ? hi - lo : 0;
+		break;
+	}
+	return c;
 }

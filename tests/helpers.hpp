@@ -91,4 +91,14 @@ void small_page_cache(const std::string &path);
 bool private_run_dir(const std::string &text_dir);
 bool have_program(const std::string &name);
 
+// The whole 2 MiB pages of the first executable segment of the ELF file
+// @path, as the file offset of their start and their length (0, 0 when
+// there are none), from its program headers.  The fixtures' layouts
+// differ: x86-64 links the code at 0x401000 (file offset 0x1000), arm64 at
+// 0x400000 with the headers (offset 0).
+struct code_span {
+	unsigned long long off = 0, len = 0;
+};
+code_span code_span_of(const std::string &path);
+
 #endif

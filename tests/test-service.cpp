@@ -12,7 +12,6 @@
 
 #include <csignal>
 #include <cstring>
-#include <elf.h>
 #include <fcntl.h>
 #include <sched.h>
 #include <spawn.h>
@@ -235,39 +234,8 @@ ht_offer offer_of(uint64_t off, uint64_t len, uint64_t mapped)
 }
 
 // The fixture's code span as the library offers it (checked in the first
-// case): the whole 2 MiB pages of its executable segment, from its program
-// headers.  x86-64 links the code at 0x401000 (file offset 0x1000), arm64
-// at 0x400000 with the headers (offset 0): 38 and 40 MiB.
-struct code_span {
-	uint64_t off = 0, len = 0;
-};
-
-code_span span_of(const std::string &path)
-{
-	std::string bytes = read_file(path);
-	code_span c;
-	Elf64_Ehdr eh;
-	if (bytes.size() < sizeof(eh))
-		return c;
-	std::memcpy(&eh, bytes.data(), sizeof(eh));
-	for (unsigned i = 0; i < eh.e_phnum; i++) {
-		Elf64_Phdr ph;
-		size_t at = eh.e_phoff + (size_t)i * eh.e_phentsize;
-		if (at + sizeof(ph) > bytes.size())
-			break;
-		std::memcpy(&ph, bytes.data() + at, sizeof(ph));
-		if (ph.p_type != PT_LOAD || !(ph.p_flags & PF_X))
-			continue;
-		const uint64_t huge = 2 << 20;
-		uint64_t lo = (ph.p_vaddr + huge - 1) / huge * huge, hi = (ph.p_vaddr + ph.p_filesz) / huge * huge;
-		c.off = lo - ph.p_vaddr + ph.p_offset;
-		c.len = hi > lo ? hi - lo : 0;
-		break;
-	}
-	return c;
-}
-
-const code_span fixture_span = span_of(build_path("tests/bigtext-nopie"));
+// case; helpers.hpp): 38 MiB on x86-64, 40 on arm64.
+const code_span fixture_span = code_span_of(build_path("tests/bigtext-nopie"));
 const uint64_t span_off = fixture_span.off, span_len = fixture_span.len;
 
 size_t open_fds(pid_t pid)
