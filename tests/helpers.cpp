@@ -14,6 +14,7 @@
 #include <signal.h>
 #include <sstream>
 #include <sched.h>
+#include <sys/ioctl.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
@@ -436,4 +437,18 @@ code_span code_span_of(const std::string &path)
 		break;
 	}
 	return c;
+}
+
+bool kernel_has_pagemap_scan()
+{
+	// Linux 6.7's struct pm_scan_arg: 12 words; a zero size is refused with
+	// EINVAL by a kernel that has the call, ENOTTY by one that has not.
+	uint64_t arg[12] = { 0 };
+	int fd = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	int r = ioctl(fd, _IOWR('f', 16, uint64_t[12]), arg);
+	int err = errno;
+	close(fd);
+	return r == 0 || err != ENOTTY;
 }

@@ -101,4 +101,9 @@ struct code_span {
 };
 code_span code_span_of(const std::string &path);
 
+// Whether the kernel has PAGEMAP_SCAN (6.7 on): without it smaps tells
+// only how much of a mapping is huge, so the library keeps the page
+// cache's 2 MiB pages only when all of a span's are (lib/pagecache.c).
+bool kernel_has_pagemap_scan();
+
 #endif

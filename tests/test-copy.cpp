@@ -225,8 +225,13 @@ TEST_CASE("by default a file mostly out of 2 MiB pages is not copied before main
 	lines = read_report(report);
 	REQUIRE(lines.size() == 1);
 	INFO(lines[0]["error"] << " kept " << lines[0]["kept_bytes"]);
-	CHECK(num(lines[0], "kept_bytes") > 0);
-	CHECK(num(lines[0], "kept_bytes") <= 8ul << 20);
+	if (kernel_has_pagemap_scan()) {
+		CHECK(num(lines[0], "kept_bytes") > 0);
+		CHECK(num(lines[0], "kept_bytes") <= 8ul << 20);
+	} else {
+		// Before 6.7 smaps cannot say which 2 MiB pages are huge: none is kept.
+		CHECK(num(lines[0], "kept_bytes") == 0);
+	}
 	CHECK(lines[0]["error"] == deferred_error);
 	CHECK(num(lines[0], "private_huge_bytes") == 0);
 }

@@ -399,6 +399,15 @@ TEST_CASE("where the file system keeps 2 MiB pages, the next start is zero-copy 
 	report_line third = run_once(prog, { "HUGETEXT_PAGE_CACHE=1" });
 	INFO("third start: " << third["status"] << ", " << third["error"] << ", kept " << third["kept_bytes"]
 			      << ", cache " << third["cache"] << " " << third["cache_error"]);
+	if (!kernel_has_pagemap_scan()) {
+		// Before 6.7 smaps cannot say which 2 MiB pages are huge: nothing
+		// is kept, nothing copied, and the file is offered to be warmed again.
+		CHECK(third["status"] == "skipped");
+		CHECK(third["error"] == ht_error_str(HT_E_DEFERRED));
+		CHECK(third["cache"] == "offered");
+		CHECK(third.count("private_huge_bytes") == 0);
+		return;
+	}
 	REQUIRE(!third["kept_bytes"].empty());
 	CHECK(std::stoul(third["kept_bytes"]) + (2u << 20) == std::stoul(third["bytes"]));
 	CHECK(third["huge_bytes"] == third["kept_bytes"]);
