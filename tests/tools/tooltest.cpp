@@ -117,6 +117,46 @@ std::vector<uint32_t> phdr_flags(const std::string &image)
 	return out;
 }
 
+static gen_seg get_phdr(const std::string &b, size_t at, int cls, bool msb)
+{
+	gen_seg s;
+
+	s.type = (uint32_t)get_uint(b, at, 4, msb);
+	if (cls == 64) {
+		s.flags = (uint32_t)get_uint(b, at + 4, 4, msb);
+		s.offset = get_uint(b, at + 8, 8, msb);
+		s.vaddr = get_uint(b, at + 16, 8, msb);
+		s.filesz = get_uint(b, at + 32, 8, msb);
+		s.memsz = get_uint(b, at + 40, 8, msb);
+		s.align = get_uint(b, at + 48, 8, msb);
+	} else {
+		s.offset = get_uint(b, at + 4, 4, msb);
+		s.vaddr = get_uint(b, at + 8, 4, msb);
+		s.filesz = get_uint(b, at + 16, 4, msb);
+		s.memsz = get_uint(b, at + 20, 4, msb);
+		s.flags = (uint32_t)get_uint(b, at + 24, 4, msb);
+		s.align = get_uint(b, at + 28, 4, msb);
+	}
+	return s;
+}
+
+std::vector<gen_seg> read_phdrs(const std::string &image)
+{
+	std::vector<gen_seg> out;
+
+	if (image.size() < 52 || image.compare(0, 4, "\x7f" "ELF") != 0)
+		return out;
+	bool msb = image[5] == 2;
+	int cls = image[4] == 2 ? 64 : 32;
+	layout l = layout_of(cls);
+	uint64_t phoff = get_uint(image, l.phoff, l.w, msb);
+	size_t phnum = get_uint(image, l.phnum_f, 2, msb);
+
+	for (size_t i = 0; i < phnum && phoff + (i + 1) * l.phentsize <= image.size(); i++)
+		out.push_back(get_phdr(image, phoff + i * l.phentsize, cls, msb));
+	return out;
+}
+
 std::string tool_path()
 {
 	return build_path("tools/hugetext");

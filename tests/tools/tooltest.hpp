@@ -37,6 +37,12 @@ void put_uint(std::string &b, size_t off, size_t size, uint64_t v, bool msb);
 // of the tool (class and byte order from e_ident; no checks).
 std::vector<uint32_t> phdr_flags(const std::string &image);
 
+// Every program header of an image (a built program or library), read
+// independently of the tool: for expectations that follow the linker's layout, which differs
+// by processor (arm64's ld puts the headers in the code segment and pads to
+// 64 KiB; x86-64's separates them on 4 KiB pages).
+std::vector<gen_seg> read_phdrs(const std::string &image);
+
 std::string tool_path();
 run_result tool(const std::vector<std::string> &args, const std::vector<std::string> &env = {});
 
