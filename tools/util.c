@@ -51,11 +51,17 @@ void hte_json_str(FILE *f, const char *s)
 	fputc('"', f);
 }
 
+/*
+ * Rounded down to a tenth, as the tools print it: anything short of all
+ * never reads "100.0%" (40.02 MiB of which 40 can be covered is 99.9%).
+ */
 double hte_percent(uint64_t part, uint64_t whole)
 {
 	if (whole == 0)
 		return 100.0;
-	return (double)part * 100.0 / (double)whole;
+	if (part >= whole)
+		return (double)part * 100.0 / (double)whole;
+	return (double)(unsigned long long)((long double)part * 1000.0L / (long double)whole) / 10.0;
 }
 
 int hte_parse_size(const char *s, uint64_t *out)

@@ -73,6 +73,11 @@ TEST_CASE("human sizes have one decimal above a KiB", "[util]")
 	CHECK(std::string(hte_human(~0ULL, b, sizeof(b))) == "16.0 EiB");
 	CHECK(hte_percent(1, 0) == 100.0);
 	CHECK(hte_percent(1, 4) == 25.0);
+	// Rounded down to a tenth: short of all is never 100.0%.
+	CHECK(hte_percent(0x2800000, 0x2804830) == 99.9);
+	CHECK(hte_percent(9999, 10000) == 99.9);
+	CHECK(hte_percent(10000, 10000) == 100.0);
+	CHECK(hte_percent(2, 3) == 66.6);
 }
 
 TEST_CASE("JSON strings escape quotes, backslashes and control characters", "[util]")
