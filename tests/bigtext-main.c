@@ -40,6 +40,7 @@
 #include <unistd.h>
 
 #include "bigtext.h"
+#include "report-line.h"
 #include "smaps-count.h"
 
 static int count_fds(void)
@@ -108,9 +109,7 @@ static char start_dir[4096];
 static int reported(void)
 {
 	const char *path = getenv("HUGETEXT_REPORT");
-	char line[4096], key[32], full[8192];
-	FILE *f;
-	int found = 0;
+	char full[8192];
 
 	if (!path || !*path)
 		return 1;
@@ -118,14 +117,7 @@ static int reported(void)
 		snprintf(full, sizeof(full), "%s/%s", start_dir, path);
 		path = full;
 	}
-	f = fopen(path, "r");
-	if (!f)
-		return 0;
-	snprintf(key, sizeof(key), "{\"pid\":%ld,", (long)getpid());
-	while (!found && fgets(line, sizeof(line), f))
-		found = strncmp(line, key, strlen(key)) == 0 && strchr(line, '\n') != NULL;
-	fclose(f);
-	return found;
+	return report_has_line(path);
 }
 
 /*

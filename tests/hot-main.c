@@ -18,11 +18,11 @@
 #endif
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "bigtext.h"
+#include "report-line.h"
 #include "smaps-count.h"
 
 static volatile unsigned long sink;
@@ -55,19 +55,8 @@ static unsigned long run_until(size_t from, double until)
 static int reported(void)
 {
 	const char *path = getenv("HUGETEXT_REPORT");
-	char line[4096], key[32];
-	FILE *f;
-	int found = 0;
 
-	if (!path || !*path)
-		return 1;
-	if (!(f = fopen(path, "r")))
-		return 0;
-	snprintf(key, sizeof(key), "\"pid\":%ld,", (long)getpid());
-	while (!found && fgets(line, sizeof(line), f))
-		found = strstr(line, key) != NULL;
-	fclose(f);
-	return found;
+	return !path || !*path || report_has_line(path);
 }
 
 static void await_report(void)
