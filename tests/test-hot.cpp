@@ -493,6 +493,20 @@ static unsigned long value(const std::string &out, const std::string &key)
 	return v.empty() ? 0 : std::stoul(v);
 }
 
+// @argv run without the preload (@plain), then with the deferred copy of
+// what runs reporting to @report (returned); both must exit 0.
+static run_result run_plain_then_hot(const std::vector<std::string> &argv, const std::string &report,
+				     run_result &plain)
+{
+	unlink(report.c_str());
+	plain = run_cmd(argv, { "LD_PRELOAD" });
+	REQUIRE(plain.status == 0);
+	run_result h = run_cmd(argv, preload_env(report, { "HUGETEXT_COPY", "HUGETEXT_COPY_AFTER_MS",
+							   "HUGETEXT_COPY_HOT=1" }));
+	REQUIRE(h.status == 0);
+	return h;
+}
+
 TEST_CASE("the preload's deferred copy of what runs waits for the hot part's cost, not the whole span's",
 	  "[hot]")
 {
@@ -548,15 +562,8 @@ TEST_CASE("a later pass of the preload's copy of what runs adds the code that tu
 	// pays (80 ms of CPU per 2 MiB counted from the first copy), about 0.9 s
 	// in.  The code between and the 26 MiB after 14 MiB never run.
 	std::string report = temp_path("hot-later.json");
-	std::vector<std::string> env =
-		preload_env(report, { "HUGETEXT_COPY", "HUGETEXT_COPY_AFTER_MS", "HUGETEXT_COPY_HOT=1" });
-	std::vector<std::string> argv = { build_path("tests/hot-main"), "600", "1500", "10" };
-
-	unlink(report.c_str());
-	run_result plain = run_cmd(argv, { "LD_PRELOAD" });
-	REQUIRE(plain.status == 0);
-	run_result h = run_cmd(argv, env);
-	REQUIRE(h.status == 0);
+	run_result plain;
+	run_result h = run_plain_then_hot({ build_path("tests/hot-main"), "600", "1500", "10" }, report, plain);
 	INFO(h.out);
 	CHECK(line_value(h.out, "sum") == line_value(plain.out, "sum"));
 	CHECK(value(plain.out, "huge_kb") == 0);
@@ -593,15 +600,8 @@ TEST_CASE("the preload's copy of what runs comes due for code in the span's part
 	// (2 MiB) pays after 80 ms and takes that page alone.  The wait used to
 	// count only whole pages of code, found none hot, and never came due.
 	std::string report = temp_path("hot-tail.json");
-	std::vector<std::string> env =
-		preload_env(report, { "HUGETEXT_COPY", "HUGETEXT_COPY_AFTER_MS", "HUGETEXT_COPY_HOT=1" });
-	std::vector<std::string> argv = { build_path("tests/hot-tail"), "0", "1500", "8" };
-
-	unlink(report.c_str());
-	run_result plain = run_cmd(argv, { "LD_PRELOAD" });
-	REQUIRE(plain.status == 0);
-	run_result h = run_cmd(argv, env);
-	REQUIRE(h.status == 0);
+	run_result plain;
+	run_result h = run_plain_then_hot({ build_path("tests/hot-tail"), "0", "1500", "8" }, report, plain);
 	INFO(h.out);
 	CHECK(line_value(h.out, "sum") == line_value(plain.out, "sum"));
 	CHECK(value(plain.out, "later_huge_kb") == 0);
