@@ -411,31 +411,39 @@ bool private_run_dir(const std::string &text_dir)
 	return ok;
 }
 
-code_span code_span_of(const std::string &path)
+std::vector<exec_segment> exec_segments_of(const std::string &path)
 {
-	std::string bytes = read_file(path);
-	code_span c;
+	std::vector<exec_segment> out;
+	std::ifstream f(path, std::ios::binary);
 	Elf64_Ehdr eh;
 
-	if (bytes.size() < sizeof(eh))
-		return c;
-	std::memcpy(&eh, bytes.data(), sizeof(eh));
+	if (!f.read((char *)&eh, sizeof(eh)) || std::memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0 ||
+	    eh.e_ident[EI_CLASS] != ELFCLASS64)
+		return out;
 	for (unsigned i = 0; i < eh.e_phnum; i++) {
 		Elf64_Phdr ph;
-		size_t at = eh.e_phoff + (size_t)i * eh.e_phentsize;
 
-		if (at + sizeof(ph) > bytes.size())
+		if (!f.seekg((std::streamoff)(eh.e_phoff + (uint64_t)i * eh.e_phentsize)) ||
+		    !f.read((char *)&ph, sizeof(ph)))
 			break;
-		std::memcpy(&ph, bytes.data() + at, sizeof(ph));
-		if (ph.p_type != PT_LOAD || !(ph.p_flags & PF_X))
-			continue;
-		const unsigned long long huge = 2 << 20;
-		unsigned long long lo = (ph.p_vaddr + huge - 1) / huge * huge;
-		unsigned long long hi = (ph.p_vaddr + ph.p_filesz) / huge * huge;
-		c.off = lo - ph.p_vaddr + ph.p_offset;
-		c.len = hi > lo ? hi - lo : 0;
-		break;
+		if (ph.p_type == PT_LOAD && (ph.p_flags & PF_X))
+			out.push_back({ ph.p_vaddr, ph.p_offset, ph.p_filesz, ph.p_memsz });
 	}
+	return out;
+}
+
+code_span code_span_of(const std::string &path)
+{
+	std::vector<exec_segment> segs = exec_segments_of(path);
+	const unsigned long long huge = 2 << 20;
+	code_span c;
+
+	if (segs.empty())
+		return c;
+	const exec_segment &s = segs[0];
+	unsigned long long lo = (s.vaddr + huge - 1) / huge * huge, hi = (s.vaddr + s.filesz) / huge * huge;
+	c.off = lo - s.vaddr + s.offset;
+	c.len = hi > lo ? hi - lo : 0;
 	return c;
 }
 

@@ -91,11 +91,18 @@ void small_page_cache(const std::string &path);
 bool private_run_dir(const std::string &text_dir);
 bool have_program(const std::string &name);
 
+// The executable PT_LOAD segments of the 64-bit ELF file @path, in this
+// machine's byte order, from its program headers (none when it is not one).
+struct exec_segment {
+	unsigned long long vaddr = 0, offset = 0, filesz = 0, memsz = 0;
+};
+std::vector<exec_segment> exec_segments_of(const std::string &path);
+
 // The whole 2 MiB pages of the first executable segment of the ELF file
 // @path, as the file offset of their start and their length (0, 0 when
-// there are none), from its program headers.  The fixtures' layouts
-// differ: x86-64 links the code at 0x401000 (file offset 0x1000), arm64 at
-// 0x400000 with the headers (offset 0).
+// there are none).  The fixtures' layouts differ: x86-64 links the code
+// at 0x401000 (file offset 0x1000), arm64 at 0x400000 with the headers
+// (offset 0).
 struct code_span {
 	unsigned long long off = 0, len = 0;
 };
