@@ -103,7 +103,12 @@ TEST_CASE("THP off, with room in the explicit pool: the copy goes to explicit pa
 	std::string got = line_value(r.out, "thpoff huge_kb");
 	REQUIRE(got.find(" disabled 1") != std::string::npos);
 	CHECK(std::stoul(got) >= 4096);
+	// One copy as a rule.  Two are allowed: a later pass of the copy of
+	// what runs adds code its first look had not seen run (arm64 6.1 under
+	// a loaded emulator reported two).  Every one on explicit pages.
 	auto ok = ok_lines(read_report(report));
-	REQUIRE(ok.size() == 1);
-	CHECK(ok[0]["mode"] == "explicit");
+	REQUIRE(!ok.empty());
+	CHECK(ok.size() <= 2);
+	for (auto &l : ok)
+		CHECK(l["mode"] == "explicit");
 }
