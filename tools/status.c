@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "hugetext.h"
+#include "maps.h"
 #include "service.h"
 #include "sys.h"
 
@@ -31,9 +32,11 @@ static const char status_usage[] =
 	"its code, how much of it is on huge pages and how (thp: an anonymous copy\n"
 	"on transparent huge pages; hugetlb: a copy on explicit pages; page_cache:\n"
 	"the file's own 2 MiB page-cache pages; shared_cache: the shared text\n"
-	"cache; tmpfs: a huge tmpfs file), then the huge page pools, the hugetlbfs\n"
-	"and huge tmpfs mounts and the THP settings.  Processes whose memory map\n"
-	"cannot be read (other users' without root) are counted, with the reason.\n"
+	"cache; tmpfs: a huge tmpfs file; folios: large folios of 64 KiB to 1 MiB,\n"
+	"such as a copy made with HUGETEXT_MODE=folios, counted as root only),\n"
+	"then the huge page pools, the hugetlbfs and huge tmpfs mounts and the\n"
+	"THP settings.  Processes whose memory map cannot be read (other users'\n"
+	"without root) are counted, with the reason.\n"
 	"\n"
 	"  --json           one JSON object\n"
 	"  --prometheus     node_exporter's textfile format\n"
@@ -79,8 +82,91 @@ static int kernel_thread(long pid)
 	return k;
 }
 
+/* /proc/kpageflags and the last 512-frame block read from it. */
+struct folio_reader {
+	int kf;          /* -1: folios are not counted */
+	int have;        /* block and fl hold a block */
+	uint64_t block;
+	size_t n;        /* frames read: fewer at the end of memory */
+	uint64_t fl[HTE_BLOCK_PAGES];
+};
+
+/* Whether the piece from frame @pfn is on a folio below a PMD page. */
+static int piece_in_folio(struct folio_reader *r, uint64_t pfn)
+{
+	uint64_t block = pfn - pfn % HTE_BLOCK_PAGES;
+	ssize_t got;
+
+	if (!r->have || r->block != block) {
+		got = ht_sys_pread_full(r->kf, r->fl, sizeof(r->fl), (off_t)(block * sizeof(uint64_t)));
+		r->have = got >= 0;
+		r->block = block;
+		r->n = got > 0 ? (size_t)got / sizeof(uint64_t) : 0;
+	}
+	return r->have && hte_piece_in_folio(r->fl, r->n, r->block, pfn);
+}
+
+/*
+ * Adds to *@bytes the 64 KiB pieces of [@start, @end) on large folios below
+ * a PMD page, read 2 MiB of pagemap at a time.  Returns 0, or a negative
+ * errno: -EPERM when the frames are hidden.  A short read is the end of
+ * the address space (or of the process): nothing is mapped after it.
+ */
+static int scan_folios(int pm, struct folio_reader *r, uint64_t start, uint64_t end, uint64_t *bytes)
+{
+	const uint64_t piece = HTE_PIECE_PAGES * 4096ULL;
+	uint64_t e[HTE_BLOCK_PAGES];
+	uint64_t a = (start + piece - 1) & ~(piece - 1);
+
+	while (a < end && end - a >= piece) {
+		size_t pages = (size_t)((end - a) / piece * HTE_PIECE_PAGES);
+		ssize_t got;
+
+		if (pages > HTE_BLOCK_PAGES)
+			pages = HTE_BLOCK_PAGES;
+		got = ht_sys_pread_full(pm, e, pages * sizeof(e[0]), (off_t)(a / 4096 * sizeof(e[0])));
+		if (got < 0)
+			return (int)got;
+		for (size_t k = 0; (k + 1) * HTE_PIECE_PAGES * sizeof(e[0]) <= (size_t)got; k++) {
+			uint64_t pfn = hte_piece_frame(e + k * HTE_PIECE_PAGES);
+
+			if (pfn == HTE_FRAMES_HIDDEN)
+				return -EPERM;
+			if (pfn && piece_in_folio(r, pfn))
+				*bytes += piece;
+		}
+		if ((size_t)got < pages * sizeof(e[0]))
+			break;
+		a += pages * 4096ULL;
+	}
+	return 0;
+}
+
+/* The code of @p on folios below a PMD page, from its smaps' executable mappings. */
+static void read_folios(struct folio_reader *r, long pid, const char *smaps, size_t len, struct hte_proc *p)
+{
+	struct ht_smap s;
+	size_t pos = 0;
+	uint64_t bytes = 0;
+	char path[64];
+	int pm, err = 0;
+
+	snprintf(path, sizeof(path), "/proc/%ld/pagemap", pid);
+	pm = ht_sys_open(path, O_RDONLY | O_CLOEXEC, 0);
+	if (pm < 0)
+		return; /* gone meanwhile, or not ours to read: not known */
+	while (!err && ht_smaps_next(smaps, len, &pos, &s))
+		if (s.map.perms[2] == 'x')
+			err = scan_folios(pm, r, s.map.start, s.map.end, &bytes);
+	ht_sys_close(pm);
+	if (err)
+		return;
+	p->huge[HTE_HOW_FOLIOS] = bytes;
+	p->folios_seen = 1;
+}
+
 /* One process: added when its code reaches min_code; 0, or -1 out of memory. */
-static int read_proc(struct hte_status *st, long pid)
+static int read_proc(struct hte_status *st, struct folio_reader *fr, long pid)
 {
 	struct hte_proc p = { .pid = pid };
 	char path[64], *buf;
@@ -94,10 +180,14 @@ static int read_proc(struct hte_status *st, long pid)
 	if (err < 0)
 		return kernel_thread(pid) ? 0 : hte_status_add_unread(st, pid, -err);
 	hte_status_smaps(buf, len, st, &p);
-	free(buf);
 	/* Kernel threads have no mappings at all. */
-	if (p.code == 0 || p.code < st->min_code)
+	if (p.code == 0 || p.code < st->min_code) {
+		free(buf);
 		return 0;
+	}
+	if (fr->kf >= 0)
+		read_folios(fr, pid, buf, len, &p);
+	free(buf);
 	program_name(pid, p.program, sizeof(p.program));
 	return hte_status_add_proc(st, &p);
 }
@@ -116,23 +206,43 @@ static int by_unread_pid(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
+/*
+ * Folios are counted when kpageflags can be read (root) and pages are
+ * 4 KiB, the size whose 16 make the 64 KiB the pieces are counted by.
+ */
+static int open_kpageflags(void)
+{
+	return sysconf(_SC_PAGESIZE) == 4096 ? ht_sys_open("/proc/kpageflags", O_RDONLY | O_CLOEXEC, 0) : -1;
+}
+
 static int read_procs(struct hte_status *st)
 {
 	DIR *d = opendir("/proc");
 	struct dirent *de;
+	struct folio_reader *fr = calloc(1, sizeof(*fr));
 	int err = 0;
 
-	if (!d)
-		return -errno;
+	if (!d || !fr) {
+		err = d ? -ENOMEM : -errno;
+		if (d)
+			closedir(d);
+		free(fr);
+		return err;
+	}
+	fr->kf = open_kpageflags();
+	st->folios_visible = fr->kf >= 0;
 	while (!err && (de = readdir(d))) {
 		char *end;
 		long pid = strtol(de->d_name, &end, 10);
 
 		if (*end || pid <= 0 || !isdigit((unsigned char)de->d_name[0]))
 			continue;
-		err = read_proc(st, pid) < 0 ? -ENOMEM : 0;
+		err = read_proc(st, fr, pid) < 0 ? -ENOMEM : 0;
 	}
 	closedir(d);
+	if (fr->kf >= 0)
+		ht_sys_close(fr->kf);
+	free(fr);
 	if (st->nprocs)
 		qsort(st->procs, st->nprocs, sizeof(*st->procs), by_pid);
 	if (st->nunread)

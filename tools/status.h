@@ -25,10 +25,11 @@ enum hte_how {
 	HTE_HOW_PAGE_CACHE,   /* the file's own 2 MiB page-cache pages (FilePmdMapped) */
 	HTE_HOW_SHARED_CACHE, /* a file of the shared text cache */
 	HTE_HOW_TMPFS,        /* a file of a huge tmpfs (ShmemPmdMapped) */
+	HTE_HOW_FOLIOS,       /* large folios smaller than a PMD page (root only: pagemap, kpageflags) */
 	HTE_HOW_N,
 };
 
-/* "thp", "hugetlb", "page_cache", "shared_cache", "tmpfs". */
+/* "thp", "hugetlb", "page_cache", "shared_cache", "tmpfs", "folios". */
 const char *hte_how_name(enum hte_how how);
 
 struct hte_proc {
@@ -36,6 +37,7 @@ struct hte_proc {
 	char program[256];
 	uint64_t code;             /* bytes of executable mappings */
 	uint64_t huge[HTE_HOW_N];  /* of them on huge pages, by path */
+	int folios_seen;           /* huge[HTE_HOW_FOLIOS] was counted (else it is not known) */
 };
 
 /* A process whose smaps could not be read. */
@@ -98,6 +100,7 @@ struct hte_status {
 	char thp_enabled[32], thp_defrag[32], thp_shmem[32]; /* "" when unreadable */
 	struct hte_text_cache text_cache;
 	struct hte_service service;
+	int folios_visible;    /* /proc/kpageflags opened: the processes' folios are counted */
 };
 
 /*
@@ -118,6 +121,36 @@ int hte_status_mount_line(const char *line, size_t len, uint64_t default_kb, str
 
 /* True when /proc/PID/stat text is a kernel thread's (PF_KTHREAD): it has no code of its own. */
 int hte_stat_is_kthread(const char *buf, size_t len);
+
+/*
+ * Code on large folios smaller than a PMD page (64 KiB to 1 MiB): smaps
+ * counts PMD-mapped pages only, so a copy on 64 KiB folios (mTHP) shows
+ * none there.  Root can see them: /proc/PID/pagemap gives the frames of a
+ * process's pages, /proc/kpageflags each frame's flags, whose head and
+ * tail bits tell where a folio starts and ends (the kernel's
+ * Documentation/admin-guide/mm/pagemap.rst).  Counted by 64 KiB pieces:
+ * 16 pages of a 64 KiB-aligned address.
+ */
+#define HTE_PIECE_PAGES 16u
+#define HTE_BLOCK_PAGES 512u /* a PMD page's frames: folios smaller than it lie inside one block */
+#define HTE_FRAMES_HIDDEN UINT64_MAX
+
+/*
+ * The first frame of a 64 KiB piece, from its 16 pagemap entries @pm:
+ * when all are present, on consecutive frames from a 16-aligned one.
+ * 0 when not; HTE_FRAMES_HIDDEN when a present page shows frame 0 (the
+ * kernel hides frames from the unprivileged).  Pure.
+ */
+uint64_t hte_piece_frame(const uint64_t *pm);
+
+/*
+ * Whether the 16 frames from @pfn lie inside one large folio (mapped
+ * anonymous or file memory, not hugetlb) of 64 KiB to 1 MiB, a PMD page
+ * being counted by smaps.  @fl holds the kpageflags of the @n frames from
+ * @block, the 512-aligned block that holds @pfn (fewer than 512 at the end
+ * of memory).  Returns 1 or 0.  Pure.
+ */
+int hte_piece_in_folio(const uint64_t *fl, size_t n, uint64_t block, uint64_t pfn);
 
 /* Adds to the growing arrays; -1 when out of memory. */
 int hte_status_add_proc(struct hte_status *st, const struct hte_proc *p);

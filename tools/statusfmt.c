@@ -16,7 +16,8 @@
 #include "maps.h"
 #include "service.h"
 
-static const char *const how_names[HTE_HOW_N] = { "thp", "hugetlb", "page_cache", "shared_cache", "tmpfs" };
+static const char *const how_names[HTE_HOW_N] = { "thp", "hugetlb", "page_cache", "shared_cache", "tmpfs",
+						  "folios" };
 
 const char *hte_how_name(enum hte_how how)
 {
@@ -112,6 +113,58 @@ void hte_status_smaps(const char *buf, size_t len, const struct hte_status *st, 
 		p->huge[HTE_HOW_PAGE_CACHE] += s.file_pmd;
 		p->huge[HTE_HOW_TMPFS] += s.shmem_pmd;
 	}
+}
+
+/* --- large folios: pagemap entries and kpageflags --- */
+
+#define PM_PRESENT (1ULL << 63)
+#define PM_PFN ((1ULL << 55) - 1)
+#define KPF_HEAD (1ULL << 15) /* KPF_COMPOUND_HEAD */
+#define KPF_TAIL (1ULL << 16) /* KPF_COMPOUND_TAIL */
+#define KPF_HUGE (1ULL << 17) /* hugetlb: counted from smaps */
+#define KPF_THP (1ULL << 22)  /* a large folio of anonymous or page-cache memory, any size */
+
+uint64_t hte_piece_frame(const uint64_t *pm)
+{
+	uint64_t pfn0 = pm[0] & PM_PFN;
+
+	for (unsigned i = 0; i < HTE_PIECE_PAGES; i++)
+		if ((pm[i] & PM_PRESENT) && !(pm[i] & PM_PFN))
+			return HTE_FRAMES_HIDDEN;
+	for (unsigned i = 0; i < HTE_PIECE_PAGES; i++)
+		if (!(pm[i] & PM_PRESENT) || (pm[i] & PM_PFN) != pfn0 + i)
+			return 0;
+	/* A folio of 64 KiB or more starts on a frame aligned to its size. */
+	return pfn0 % HTE_PIECE_PAGES ? 0 : pfn0;
+}
+
+int hte_piece_in_folio(const uint64_t *fl, size_t n, uint64_t block, uint64_t pfn)
+{
+	size_t i, h, e, size;
+
+	if (n > HTE_BLOCK_PAGES || pfn < block || pfn - block > n || n - (pfn - block) < HTE_PIECE_PAGES)
+		return 0;
+	i = (size_t)(pfn - block);
+	/* Back over the tails to the head; a folio that starts before the block is a PMD page or more. */
+	for (h = i; h > 0 && (fl[h] & KPF_TAIL); h--)
+		;
+	if (!(fl[h] & KPF_HEAD) || (fl[h] & KPF_TAIL))
+		return 0;
+	for (e = h + 1; e < n && (fl[e] & KPF_TAIL); e++)
+		;
+	size = e - h;
+	/*
+	 * A folio is 2^order frames on a frame aligned so, and holds the whole
+	 * piece; flags that say otherwise were read while the folio changed.
+	 * One of a whole block is a PMD page, which smaps counts.
+	 */
+	if (size < HTE_PIECE_PAGES || size >= HTE_BLOCK_PAGES || (size & (size - 1)) || h % size ||
+	    i + HTE_PIECE_PAGES > e)
+		return 0;
+	for (size_t k = h; k < e; k++)
+		if (!(fl[k] & KPF_THP) || (fl[k] & KPF_HUGE))
+			return 0;
+	return 1;
 }
 
 /* --- the text service's state file (tools/serve.c writes it) --- */
@@ -356,6 +409,12 @@ static uint64_t huge_total(const struct hte_proc *p)
 	return t;
 }
 
+/* Folios not counted (no root) are not known: left out rather than shown as 0. */
+static int shown(const struct hte_proc *p, int how)
+{
+	return how != HTE_HOW_FOLIOS || p->folios_seen;
+}
+
 static const char *reason(int err)
 {
 	return err == EACCES || err == EPERM ? "permission denied" : strerror(err);
@@ -427,6 +486,14 @@ static void text_procs(FILE *f, const struct hte_status *st)
 		text_how(f, p);
 		fputc('\n', f);
 	}
+}
+
+/* Without root the processes' folios cannot be seen: say so rather than show none. */
+static void text_folios(FILE *f, const struct hte_status *st)
+{
+	if (!st->folios_visible && st->nprocs)
+		fputs("Code on 64 KiB folios: not counted (needs root: the frames in /proc/PID/pagemap, "
+		      "/proc/kpageflags)\n", f);
 }
 
 static void text_unread(FILE *f, const struct hte_status *st)
@@ -508,6 +575,7 @@ static void text_machine(FILE *f, const struct hte_status *st)
 void hte_status_text(FILE *f, const struct hte_status *st)
 {
 	text_procs(f, st);
+	text_folios(f, st);
 	text_unread(f, st);
 	text_machine(f, st);
 }
@@ -523,7 +591,8 @@ void hte_status_json(FILE *f, const struct hte_status *st)
 		fprintf(f, ", \"code_bytes\": %" PRIu64 ", \"huge_bytes\": %" PRIu64 ", \"huge\": {", p->code,
 			huge_total(p));
 		for (int h = 0; h < HTE_HOW_N; h++)
-			fprintf(f, "%s\"%s\": %" PRIu64, h ? ", " : "", how_names[h], p->huge[h]);
+			if (shown(p, h))
+				fprintf(f, "%s\"%s\": %" PRIu64, h ? ", " : "", how_names[h], p->huge[h]);
 		fputs("}}", f);
 	}
 	fputs(st->nprocs ? "\n  ],\n  \"unreadable\": [" : "],\n  \"unreadable\": [", f);
@@ -607,6 +676,8 @@ static void prom_procs(FILE *f, const struct hte_status *st)
 	prom_head(f, "hugetext_process_huge_bytes", "Bytes of a process's code on huge pages, by how they got there.");
 	for (size_t i = 0; i < st->nprocs; i++) {
 		for (int h = 0; h < HTE_HOW_N; h++) {
+			if (!shown(&st->procs[i], h))
+				continue;
 			fputs("hugetext_process_huge_bytes", f);
 			prom_proc_labels(f, &st->procs[i]);
 			fprintf(f, ",how=\"%s\"} %" PRIu64 "\n", how_names[h], st->procs[i].huge[h]);

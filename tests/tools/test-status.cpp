@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <unistd.h>
+#include <vector>
 
 #include "tooltest.hpp"
 
@@ -100,6 +101,10 @@ void fixed_status(hte_status &st)
 	p.pid = 4242;
 	std::snprintf(p.program, sizeof(p.program), "/usr/bin/node");
 	hte_status_smaps(smaps_mixed.data(), smaps_mixed.size(), &st, &p);
+	// As root: 1 MiB of its code on 64 KiB folios; the other's not counted (it exited meanwhile).
+	st.folios_visible = 1;
+	p.folios_seen = 1;
+	p.huge[HTE_HOW_FOLIOS] = 1u << 20;
 	REQUIRE(hte_status_add_proc(&st, &p) == 0);
 	hte_proc q{};
 	q.pid = 77;
@@ -188,6 +193,139 @@ TEST_CASE("/proc/PID/stat: kernel threads are told apart by PF_KTHREAD", "[statu
 	CHECK(!kthread(""));
 	CHECK(!kthread("1 (init"));
 	CHECK(!kthread("1 (init) S 0 1 1 0 -1"));
+}
+
+namespace {
+
+const uint64_t present = 1ull << 63, exclusive = 1ull << 56, soft_dirty = 1ull << 55;
+const uint64_t kpf_anon = 1ull << 12, kpf_head = 1ull << 15, kpf_tail = 1ull << 16, kpf_huge = 1ull << 17,
+	       kpf_thp = 1ull << 22;
+
+// The 16 pagemap entries of a piece on frames @pfn, @pfn + 1, ...
+std::vector<uint64_t> piece_entries(uint64_t pfn)
+{
+	std::vector<uint64_t> pm;
+	for (uint64_t i = 0; i < HTE_PIECE_PAGES; i++)
+		pm.push_back(present | exclusive | soft_dirty | (pfn + i));
+	return pm;
+}
+
+// A block's kpageflags with one folio of @pages frames from @at (@extra on each), 4 KiB pages around it.
+std::vector<uint64_t> block_with(size_t at, size_t pages, uint64_t extra = kpf_thp | kpf_anon)
+{
+	std::vector<uint64_t> fl(HTE_BLOCK_PAGES, kpf_anon);
+	for (size_t i = 0; i < pages && at + i < fl.size(); i++)
+		fl[at + i] = extra | (i ? kpf_tail : kpf_head);
+	return fl;
+}
+
+int in_folio(const std::vector<uint64_t> &fl, uint64_t block, uint64_t pfn)
+{
+	return hte_piece_in_folio(fl.data(), fl.size(), block, pfn);
+}
+
+} // namespace
+
+TEST_CASE("pagemap: a piece is 16 present pages on consecutive frames from a 16-aligned one", "[status][pure]")
+{
+	std::vector<uint64_t> pm = piece_entries(0x12340);
+	CHECK(hte_piece_frame(pm.data()) == 0x12340);
+	pm = piece_entries(0x12348); // consecutive, but no folio of 64 KiB starts there
+	CHECK(hte_piece_frame(pm.data()) == 0);
+	pm = piece_entries(0x12340);
+	pm[7] = 0; // a page not present
+	CHECK(hte_piece_frame(pm.data()) == 0);
+	pm = piece_entries(0x12340);
+	pm[15] = present | 0x99999; // a frame elsewhere
+	CHECK(hte_piece_frame(pm.data()) == 0);
+	pm = piece_entries(0x12340);
+	pm[3] = 1ull << 62 | 0x55; // swapped out: no frame
+	CHECK(hte_piece_frame(pm.data()) == 0);
+	// Without privileges the kernel shows present pages on frame 0.
+	std::vector<uint64_t> hidden(HTE_PIECE_PAGES, present | exclusive);
+	CHECK(hte_piece_frame(hidden.data()) == HTE_FRAMES_HIDDEN);
+	hidden[0] = 0;
+	CHECK(hte_piece_frame(hidden.data()) == HTE_FRAMES_HIDDEN);
+}
+
+TEST_CASE("kpageflags: a piece counts inside one large folio of 64 KiB to 1 MiB, not in a PMD page",
+	  "[status][pure]")
+{
+	const uint64_t block = 0x40000; // 512-aligned
+	// 64 KiB folios side by side: each piece is one.
+	std::vector<uint64_t> fl(HTE_BLOCK_PAGES);
+	for (size_t i = 0; i < fl.size(); i++)
+		fl[i] = kpf_thp | kpf_anon | (i % 16 ? kpf_tail : kpf_head);
+	CHECK(in_folio(fl, block, block) == 1);
+	CHECK(in_folio(fl, block, block + 496) == 1);
+	// A 256 KiB folio at frame 64: its four pieces count, those around it do not.
+	fl = block_with(64, 64);
+	for (uint64_t at : { 64, 80, 96, 112 })
+		CHECK(in_folio(fl, block, block + at) == 1);
+	CHECK(in_folio(fl, block, block + 48) == 0);
+	CHECK(in_folio(fl, block, block + 128) == 0);
+	// A 1 MiB folio counts; a 2 MiB one is a PMD page (smaps counts it when mapped so).
+	CHECK(in_folio(block_with(256, 256), block, block + 496) == 1);
+	CHECK(in_folio(block_with(0, 512), block, block) == 0);
+	CHECK(in_folio(block_with(0, 512), block, block + 256) == 0);
+	// A folio that starts before the block (its first frame a tail) is 2 MiB or more.
+	fl = block_with(0, 512);
+	fl[0] = kpf_thp | kpf_anon | kpf_tail;
+	CHECK(in_folio(fl, block, block + 16) == 0);
+	// Page-cache folios count as anonymous ones do; hugetlb pages (smaps' count) and compound pages
+	// that are no THP (a driver's) do not.
+	CHECK(in_folio(block_with(32, 16, kpf_thp), block, block + 32) == 1);
+	CHECK(in_folio(block_with(32, 16, kpf_thp | kpf_huge), block, block + 32) == 0);
+	CHECK(in_folio(block_with(32, 16, kpf_anon), block, block + 32) == 0);
+	// 32 KiB folios are smaller than a piece.
+	fl = block_with(32, 8);
+	for (size_t i = 40; i < 48; i++)
+		fl[i] = kpf_thp | kpf_anon | (i == 40 ? kpf_head : kpf_tail);
+	CHECK(in_folio(fl, block, block + 32) == 0);
+	// 4 KiB pages.
+	CHECK(in_folio(block_with(0, 0), block, block + 32) == 0);
+	// Flags read while the folio changed: 24 frames, or 32 from a frame not aligned to 32.
+	CHECK(in_folio(block_with(32, 24), block, block + 32) == 0);
+	CHECK(in_folio(block_with(16, 32), block, block + 32) == 0);
+	// Frames outside the block, or past the end of memory.
+	fl = block_with(0, 16);
+	CHECK(in_folio(fl, block, block - 16) == 0);
+	CHECK(in_folio(fl, block, block + 512) == 0);
+	CHECK(hte_piece_in_folio(fl.data(), 8, block, block) == 0);
+	CHECK(hte_piece_in_folio(fl.data(), 16, block, block) == 1);
+}
+
+TEST_CASE("folios: shown as root, left out where not counted, and the table says why", "[status][pure]")
+{
+	status_holder h;
+	h.st.min_code = 2u << 20;
+	hte_proc p{};
+	p.pid = 10;
+	std::snprintf(p.program, sizeof(p.program), "/usr/bin/x");
+	p.code = 40u << 20;
+	p.huge[HTE_HOW_FOLIOS] = 38u << 20;
+	p.folios_seen = 1;
+	REQUIRE(hte_status_add_proc(&h.st, &p) == 0);
+	h.st.folios_visible = 1;
+	std::string t = to_string(hte_status_text, h.st);
+	CHECK(t.find("  38.0 MiB  /usr/bin/x  [folios 38.0 MiB]\n") != std::string::npos);
+	CHECK(t.find("not counted") == std::string::npos);
+	std::string j = to_string(hte_status_json, h.st);
+	CHECK(j.find("\"huge_bytes\": 39845888, ") != std::string::npos);
+	CHECK(j.find(", \"folios\": 39845888}}") != std::string::npos);
+	CHECK(to_string(hte_status_prometheus, h.st).find("how=\"folios\"} 39845888\n") != std::string::npos);
+
+	// Not root: nothing counted, nothing shown as 0, and the table says so once.
+	h.st.folios_visible = 0;
+	h.st.procs[0].folios_seen = 0;
+	h.st.procs[0].huge[HTE_HOW_FOLIOS] = 0;
+	t = to_string(hte_status_text, h.st);
+	CHECK(t.find("[folios") == std::string::npos);
+	CHECK(t.find("Code on 64 KiB folios: not counted (needs root") != std::string::npos);
+	j = to_string(hte_status_json, h.st);
+	CHECK(j.find("\"folios\"") == std::string::npos);
+	CHECK(j.find("\"tmpfs\": 0}}") != std::string::npos);
+	CHECK(to_string(hte_status_prometheus, h.st).find("folios") == std::string::npos);
 }
 
 TEST_CASE("the text, JSON and Prometheus outputs match their golden files", "[status][golden]")

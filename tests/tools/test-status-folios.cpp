@@ -1,0 +1,147 @@
+// Description: `hugetext status` as root counts a copy on 64 KiB folios
+// (HUGETEXT_MODE=folios), which smaps shows as no huge page at all: at
+// least what the library reported, at most the program's text.  Sets THP's
+// 64 KiB and 2 MiB sizes for the run and puts them back: not in parallel.
+#include <catch2/catch.hpp>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <string>
+#include <unistd.h>
+
+#include "tooltest.hpp"
+
+extern "C" {
+#include "hugetext.h"
+}
+
+namespace {
+
+const std::string thp_dir = "/sys/kernel/mm/transparent_hugepage";
+const std::string size64 = thp_dir + "/hugepages-64kB/enabled";
+const std::string size2m = thp_dir + "/hugepages-2048kB/enabled";
+
+// The word in brackets of a THP setting file ("always [madvise] never").
+std::string chosen(const std::string &path)
+{
+	std::string s = read_file(path);
+	size_t a = s.find('['), b = s.find(']');
+
+	return a == std::string::npos || b == std::string::npos ? "" : s.substr(a + 1, b - a - 1);
+}
+
+bool set(const std::string &path, const std::string &word)
+{
+	std::ofstream f(path);
+
+	f << word << "\n";
+	f.close();
+	return f.good() && chosen(path) == word;
+}
+
+// 64 KiB folios on, 2 MiB pages off (so the copy can only be on folios), for one scope.
+struct sizes_guard {
+	std::string was64 = chosen(size64), was2m = chosen(size2m);
+	sizes_guard()
+	{
+		REQUIRE(set(size64, "madvise"));
+		REQUIRE(set(size2m, "never"));
+	}
+	~sizes_guard()
+	{
+		set(size64, was64);
+		set(size2m, was2m);
+	}
+	sizes_guard(const sizes_guard &) = delete;
+	sizes_guard &operator=(const sizes_guard &) = delete;
+};
+
+// A number "KEY": N in one process's line of status --json; -1 when absent.
+long long json_number(const std::string &line, const std::string &key)
+{
+	size_t k = line.find("\"" + key + "\": ");
+
+	return k == std::string::npos ? -1 : std::stoll(line.substr(k + key.size() + 4));
+}
+
+} // namespace
+
+extern "C" const char *test_skip_reason(void)
+{
+	if (geteuid() != 0)
+		return "needs root: sets THP's per-size settings, and status reads frames only as root";
+	if (!file_exists(size64))
+		return "this kernel offers no 64 KiB folios (no transparent_hugepage/hugepages-64kB)";
+	if (chosen(thp_dir + "/enabled") == "never")
+		return "transparent huge pages are disabled (enabled is never)";
+	return nullptr;
+}
+
+TEST_CASE("status as root counts a copy on 64 KiB folios: at least the library's count, at most the text",
+	  "[status][folios]")
+{
+	std::string prog = real_path(build_path("tests/bigtext-nopie"));
+	std::string report = temp_path("status-folios.json");
+	report_line copy;
+	std::string line, text, pid;
+	// The program's text: the copy lies inside it.  Its file's page cache in
+	// 4 KiB pages, so that the count is the copy's (a file just written may
+	// sit in large page-cache folios, which status counts too).
+	unsigned long long text_span = 0;
+	for (auto &s : exec_segments_of(prog))
+		text_span += s.memsz;
+	REQUIRE(text_span > 0);
+	small_page_cache(prog);
+	{
+		sizes_guard g;
+		unlink(report.c_str());
+		child c({ prog, "hold", "60000" }, { "LD_PRELOAD=" + build_path("lib/libhugetext-preload.so"),
+						    "HUGETEXT_REPORT=" + report, "HUGETEXT_MODE=folios",
+						    "HUGETEXT_COPY=now", "HUGETEXT_PAGE_CACHE=0", "HUGETEXT_SHARE=0" });
+		// The copy is made before main() (HUGETEXT_COPY=now); "ready" comes after the sum.
+		for (std::string l = c.read_line(); l != "ready"; l = c.read_line())
+			REQUIRE(!l.empty());
+		run_result j = tool({ "status", "--json", "--min-code", "4M" });
+		run_result t = tool({ "status", "--min-code", "4M" });
+		REQUIRE(j.status == 0);
+		REQUIRE(t.status == 0);
+		text = t.out;
+		pid = std::to_string(c.pid);
+		size_t at = j.out.find("{\"pid\": " + pid + ", ");
+		REQUIRE(at != std::string::npos);
+		line = j.out.substr(at, j.out.find('\n', at) - at);
+		auto lines = read_report(report);
+		REQUIRE(lines.size() == 1);
+		copy = lines[0];
+	}
+	unlink(report.c_str());
+	INFO(line);
+	if (copy["status"] != "ok" && copy["error"] == ht_error_str(HT_E_NO_HUGE)) {
+		std::printf("SKIP: the machine gave the copy no 64 KiB folio (%s)\n", copy["error"].c_str());
+		std::fflush(stdout);
+		std::exit(77);
+	}
+	REQUIRE(copy["status"] == "ok");
+	REQUIRE(copy["mode"] == "folios");
+	unsigned long long bytes = std::stoull(copy["bytes"]), huge = std::stoull(copy["huge_bytes"]);
+	long long folios = json_number(line, "folios"), thp = json_number(line, "thp");
+	std::printf("status-folios: the library counts %llu of %llu KiB on 64 KiB folios at least; "
+		    "status shows %lld KiB on folios, %lld KiB on 2 MiB pages\n",
+		    huge / 1024, bytes / 1024, folios / 1024, thp / 1024);
+	REQUIRE(folios >= 0); // counted: as root the frames are visible
+	REQUIRE(thp >= 0);
+	// The library's count is a lower bound of what its copy got; the 2 MiB
+	// size is off, but a page of it counts in thp, not twice.
+	CHECK((unsigned long long)(folios + thp) >= huge);
+	CHECK(bytes <= text_span);
+	CHECK((unsigned long long)folios <= text_span);
+	CHECK(json_number(line, "huge_bytes") >= folios);
+	// The table's line says how, too.
+	INFO(text);
+	size_t row = text.find(" " + pid + "  ");
+	REQUIRE(row != std::string::npos);
+	std::string r = text.substr(row, text.find('\n', row) - row);
+	CHECK((r.find("[folios ") != std::string::npos || r.find(", folios ") != std::string::npos));
+	CHECK(text.find("not counted (needs root") == std::string::npos);
+}
