@@ -142,8 +142,12 @@ static int scan_folios(int pm, struct folio_reader *r, uint64_t start, uint64_t 
 	return 0;
 }
 
-/* The code of @p on folios below a PMD page, from its smaps' executable mappings. */
-static void read_folios(struct folio_reader *r, long pid, const char *smaps, size_t len, struct hte_proc *p)
+/*
+ * The code of @p on folios below a PMD page, from its smaps' executable
+ * mappings.  Returns -EPERM when its frames are hidden (no CAP_SYS_ADMIN),
+ * else 0, @p's count left unknown when a read failed.
+ */
+static int read_folios(struct folio_reader *r, long pid, const char *smaps, size_t len, struct hte_proc *p)
 {
 	struct ht_smap s;
 	size_t pos = 0;
@@ -154,15 +158,16 @@ static void read_folios(struct folio_reader *r, long pid, const char *smaps, siz
 	snprintf(path, sizeof(path), "/proc/%ld/pagemap", pid);
 	pm = ht_sys_open(path, O_RDONLY | O_CLOEXEC, 0);
 	if (pm < 0)
-		return; /* gone meanwhile, or not ours to read: not known */
+		return 0; /* gone meanwhile, or not ours to read: not known */
 	while (!err && ht_smaps_next(smaps, len, &pos, &s))
 		if (s.map.perms[2] == 'x')
 			err = scan_folios(pm, r, s.map.start, s.map.end, &bytes);
 	ht_sys_close(pm);
 	if (err)
-		return;
+		return err == -EPERM ? err : 0;
 	p->huge[HTE_HOW_FOLIOS] = bytes;
 	p->folios_seen = 1;
+	return 0;
 }
 
 /* One process: added when its code reaches min_code; 0, or -1 out of memory. */
@@ -185,8 +190,14 @@ static int read_proc(struct hte_status *st, struct folio_reader *fr, long pid)
 		free(buf);
 		return 0;
 	}
-	if (fr->kf >= 0)
-		read_folios(fr, pid, buf, len, &p);
+	/* Frames hidden from us are hidden in every process: folios cannot be seen at all. */
+	if (fr->kf >= 0 && read_folios(fr, pid, buf, len, &p) == -EPERM) {
+		ht_sys_close(fr->kf);
+		fr->kf = -1;
+		st->folios_visible = 0;
+		for (size_t i = 0; i < st->nprocs; i++)
+			st->procs[i].folios_seen = 0, st->procs[i].huge[HTE_HOW_FOLIOS] = 0;
+	}
 	free(buf);
 	program_name(pid, p.program, sizeof(p.program));
 	return hte_status_add_proc(st, &p);

@@ -492,8 +492,8 @@ static void text_procs(FILE *f, const struct hte_status *st)
 static void text_folios(FILE *f, const struct hte_status *st)
 {
 	if (!st->folios_visible && st->nprocs)
-		fputs("Code on 64 KiB folios: not counted (needs root: the frames in /proc/PID/pagemap, "
-		      "/proc/kpageflags)\n", f);
+		fputs("Code on 64 KiB folios: not counted (needs root with CAP_SYS_ADMIN: the frames in "
+		      "/proc/PID/pagemap, /proc/kpageflags)\n", f);
 }
 
 static void text_unread(FILE *f, const struct hte_status *st)

@@ -321,7 +321,7 @@ TEST_CASE("folios: shown as root, left out where not counted, and the table says
 	h.st.procs[0].huge[HTE_HOW_FOLIOS] = 0;
 	t = to_string(hte_status_text, h.st);
 	CHECK(t.find("[folios") == std::string::npos);
-	CHECK(t.find("Code on 64 KiB folios: not counted (needs root") != std::string::npos);
+	CHECK(t.find("Code on 64 KiB folios: not counted (needs root with CAP_SYS_ADMIN") != std::string::npos);
 	j = to_string(hte_status_json, h.st);
 	CHECK(j.find("\"folios\"") == std::string::npos);
 	CHECK(j.find("\"tmpfs\": 0}}") != std::string::npos);
