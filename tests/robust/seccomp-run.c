@@ -33,8 +33,9 @@
  * loader, the way out would be a tiny extra preload, listed before
  * hugetext's, whose constructor installs the filter from inside.)
  *
- * x86-64 only; elsewhere it exits 77.  Written with classic BPF and
- * prctl(), so it needs no libseccomp.
+ * x86-64 and arm64 (both little-endian, with the same argument order for
+ * these calls; only the audit architecture differs); elsewhere it exits
+ * 77.  Written with classic BPF and prctl(), so it needs no libseccomp.
  */
 #include <errno.h>
 #include <linux/audit.h>
@@ -54,6 +55,12 @@
 #endif
 
 #define MAX_INSNS 256
+
+#if defined(__x86_64__)
+#define FILTER_ARCH AUDIT_ARCH_X86_64
+#elif defined(__aarch64__)
+#define FILTER_ARCH AUDIT_ARCH_AARCH64
+#endif
 
 struct cond {
 	int arg;         /* argument index */
@@ -95,7 +102,7 @@ static void emit(struct sock_filter f)
 	prog[len++] = f;
 }
 
-/* Low 32 bits of an argument (x86-64 is little-endian). */
+/* Low 32 bits of an argument (x86-64 and arm64 are little-endian). */
 static unsigned arg_lo(int i)
 {
 	return (unsigned)(offsetof(struct seccomp_data, args) + 8 * (unsigned)i);
@@ -154,10 +161,10 @@ static void usage(void)
 
 int main(int argc, char **argv)
 {
-#if !defined(__x86_64__)
-	fprintf(stderr, "seccomp-run: x86-64 only\n");
+#ifndef FILTER_ARCH
+	fprintf(stderr, "seccomp-run: x86-64 and arm64 only\n");
 	return 77;
-#endif
+#else
 	int first = 1;
 
 	while (first + 1 < argc && strcmp(argv[first], "-e") == 0) {
@@ -170,7 +177,7 @@ int main(int argc, char **argv)
 
 	/* The architecture check: a foreign ABI gets no rule, so refuse it. */
 	emit((struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)));
-	emit((struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AUDIT_ARCH_X86_64, 1, 0));
+	emit((struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, FILTER_ARCH, 1, 0));
 	emit((struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS));
 
 	for (char *p = argv[first]; *p;) {
@@ -206,4 +213,5 @@ int main(int argc, char **argv)
 	execvp(argv[first + 1], argv + first + 1);
 	perror("seccomp-run: exec");
 	return 127;
+#endif
 }
