@@ -131,8 +131,11 @@ ensure_root() {
 # The real programs of the real-program check (tests/arm64/real.sh):
 # Debian's arm64 builds, installed into the root once (apt-get in a chroot
 # under qemu-user, with /proc for the JDK's postinst, in a mount namespace
-# of its own); the .debs stay in the root's apt cache.
-real_packages=(nodejs g++ clang rustc openjdk-17-jdk-headless)
+# of its own; policy-rc.d keeps postinsts from starting services); the
+# .debs stay in the root's apt cache.  PostgreSQL (test-
+# postgres: a prefork server under the defaults) and pkg-config (test-
+# install's consumer) come with them: without them those tests skip.
+real_packages=(nodejs g++ clang rustc openjdk-17-jdk-headless postgresql pkg-config)
 ensure_real() {
 	local missing=() p
 	for p in "${real_packages[@]}"; do
@@ -146,7 +149,8 @@ ensure_real() {
 	unshare --mount --propagation private env ROOT="$root" PKGS="${missing[*]}" bash -c '
 		mount -t proc proc "$ROOT/proc" || exit 1
 		chroot "$ROOT" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin DEBIAN_FRONTEND=noninteractive \
-			sh -c "apt-get update && apt-get install -y --no-install-recommends $PKGS"' \
+			sh -c "printf \"#!/bin/sh\\nexit 101\\n\" >/usr/sbin/policy-rc.d && chmod +x /usr/sbin/policy-rc.d &&
+				apt-get update && apt-get install -y --no-install-recommends $PKGS; st=\$?; rm -f /usr/sbin/policy-rc.d; exit \$st"' \
 		>"$cache/real-install.log" 2>&1 || die "cannot install ${missing[*]} into the root (see $cache/real-install.log)"
 	flock -u 9
 }
