@@ -555,7 +555,7 @@ static int sender_runs(const struct pending *p)
  */
 static int attempt(struct pending *p, const char **why)
 {
-	char path[512], buf[32], after[96] = "";
+	char path[512], buf[32], after[160] = "";
 	struct hte_warm w = { 0 };
 	int r = 1, runs;
 
