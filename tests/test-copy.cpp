@@ -222,8 +222,14 @@ TEST_CASE("by default a file mostly out of 2 MiB pages is not copied before main
 
 	run_result again = run_auto({ prog }, report, { "HUGETEXT_PAGE_CACHE=1" });
 	REQUIRE(again.status == 0);
+	// The start's line first.  The deferred copy may come due before the
+	// program ends and add a second (arm64 6.1 XFS under a loaded emulator,
+	// where reading the 30 MiB back costs the program much CPU time).
 	lines = read_report(report);
-	REQUIRE(lines.size() == 1);
+	REQUIRE(!lines.empty());
+	CHECK(lines.size() <= 2);
+	if (lines.size() == 2)
+		CHECK(lines[1]["error"] != deferred_error); // the copy, never a second start
 	INFO(lines[0]["error"] << " kept " << lines[0]["kept_bytes"]);
 	if (kernel_has_pagemap_scan()) {
 		CHECK(num(lines[0], "kept_bytes") > 0);
