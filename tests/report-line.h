@@ -7,10 +7,11 @@
 #include <unistd.h>
 
 /*
- * True once the report at @path holds a whole line of this process (the
- * library writes each region's line last, whatever its outcome).
+ * True once the report at @path holds a whole line of this process that
+ * contains @needle (any line with NULL; the library writes each region's
+ * line last, whatever its outcome).
  */
-static inline int report_has_line(const char *path)
+static inline int report_has_line_with(const char *path, const char *needle)
 {
 	char line[4096], key[32];
 	FILE *f = fopen(path, "r");
@@ -20,9 +21,15 @@ static inline int report_has_line(const char *path)
 		return 0;
 	snprintf(key, sizeof(key), "{\"pid\":%ld,", (long)getpid());
 	while (!found && fgets(line, sizeof(line), f))
-		found = strncmp(line, key, strlen(key)) == 0 && strchr(line, '\n') != NULL;
+		found = strncmp(line, key, strlen(key)) == 0 && strchr(line, '\n') != NULL &&
+			(!needle || strstr(line, needle) != NULL);
 	fclose(f);
 	return found;
+}
+
+static inline int report_has_line(const char *path)
+{
+	return report_has_line_with(path, NULL);
 }
 
 #endif

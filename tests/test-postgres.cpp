@@ -54,7 +54,7 @@ struct server {
 			run_prog({ "rm", "-rf", dir });
 	}
 	prog_result as_postgres(std::vector<std::string> argv, std::vector<std::string> env = {},
-				double timeout = 60)
+				double timeout = 600)
 	{
 		std::vector<std::string> a = { "runuser", "-u", "postgres", "--", "env", "-u", "HUGETEXT_COPY",
 					       "-u", "HUGETEXT_PAGE_CACHE", "-u", "LD_PRELOAD" };
@@ -91,11 +91,13 @@ TEST_CASE("postgres under the defaults: pgbench -S runs clean, every backend on 
 	std::string pre = w.put(build_path("lib/libhugetext-preload.so"));
 	REQUIRE(!pre.empty());
 
-	prog_result r = s.as_postgres({ pgbin + "/initdb", "-D", s.dir + "/data" }, {}, 120);
+	// Timeouts catch a hang, not slowness: under qemu's emulation (arm64)
+	// beside other guests, initdb took over two minutes.
+	prog_result r = s.as_postgres({ pgbin + "/initdb", "-D", s.dir + "/data" }, {}, 900);
 	INFO(r.out << r.err);
 	REQUIRE(r.status == 0);
 	r = s.as_postgres({ pgbin + "/pg_ctl", "-D", s.dir + "/data", "-o", "-p " + s.port + " -k " + s.dir,
-			    "-l", s.dir + "/log", "-w", "start" },
+			    "-l", s.dir + "/log", "-w", "-t", "600", "start" },
 			  { "LD_PRELOAD=" + pre, "HUGETEXT_REPORT=" + s.report });
 	INFO(r.out << r.err);
 	REQUIRE(r.status == 0);

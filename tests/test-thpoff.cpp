@@ -53,12 +53,21 @@ TEST_CASE("THP turned off after start: the deferred copy is not made, and the re
 	REQUIRE(r.status == 0);
 	CHECK(line_value(r.out, "thpoff huge_kb") == "0 disabled 1");
 	auto lines = read_report(report);
-	// The start-up line defers; the background thread's line skips, with the reason.
-	REQUIRE(lines.size() == 2);
+	// The start-up line defers; the background thread's line skips, with
+	// the reason.  On a loaded emulator (arm64 6.1 under qemu beside three
+	// other guests) a third line came: whatever more the thread writes,
+	// nothing is copied.
+	REQUIRE(lines.size() >= 2);
 	CHECK(lines[0]["error"] == ht_error_str(HT_E_DEFERRED));
-	CHECK(lines[1]["status"] == "skipped");
-	CHECK(lines[1]["error"] == why);
-	CHECK(lines[1]["huge_bytes"] == "0");
+	size_t said_why = 0;
+	for (size_t i = 1; i < lines.size(); i++) {
+		INFO("line " << i << ": " << lines[i]["status"] << ", " << lines[i]["error"]);
+		CHECK(lines[i]["status"] != "ok");
+		CHECK(lines[i]["huge_bytes"] == "0");
+		said_why += lines[i]["status"] == "skipped" && lines[i]["error"] == why;
+	}
+	CHECK(said_why >= 1);
+	CHECK(lines.size() <= 3);
 }
 
 TEST_CASE("THP off from the start (inherited over exec): nothing is deferred, the reason is reported",
