@@ -146,11 +146,19 @@ TEST_CASE("postgres under the defaults: pgbench -S runs clean, every backend on 
 	CHECK(errors == gone);
 	CHECK(json_value(sum.out, "moved") == std::to_string(nkids + 1 - gone));
 	CHECK(std::stoul(json_value(sum.out, "moved")) >= 4);
-	// One copy: the postmaster's, made at its first fork, seen by all.
+	// One copy: the postmaster's, made at its first fork, seen by all.  Where
+	// its start-up alone ran long enough for the copy of what runs to come
+	// due (arm64 under a loaded emulator), that copy came first and the fork
+	// copied the rest (a part before it and one after): still the
+	// postmaster's alone, and every process maps those same pages.
 	auto ok = ok_lines(read_report(s.report));
-	REQUIRE(ok.size() == 1);
-	CHECK(ok[0]["pid"] == pm);
-	unsigned long copy = std::stoul(ok[0]["huge_bytes"]);
+	REQUIRE(!ok.empty());
+	CHECK(ok.size() <= 3);
+	unsigned long copy = 0;
+	for (auto &l : ok) {
+		CHECK(l["pid"] == pm);
+		copy += std::stoul(l["huge_bytes"]);
+	}
 	CHECK(copy > 0);
 	CHECK(json_value(sum.out, "distinct_huge_bytes") == std::to_string(copy));
 }
