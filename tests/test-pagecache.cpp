@@ -184,9 +184,12 @@ TEST_CASE("the default start keeps a warmed file and leaves a partial last page 
 	INFO(r.err);
 	REQUIRE(r.status == 0);
 	CHECK(line_value(r.out, "sum") == line_value(plain.out, "sum"));
+	// The start's line: the first for the span (the background thread may
+	// add its own after it; under emulation it looked before the program
+	// had run any of the code, and said so).
 	report_line l;
 	for (auto &x : read_report(report))
-		if (x["start"] == std::to_string(0x600000))
+		if (l.empty() && x["start"] == std::to_string(0x600000))
 			l = x;
 	REQUIRE(!l.empty());
 	CHECK(num(l, "kept_bytes") == 3 * MIB2);
