@@ -147,19 +147,25 @@ TEST_CASE("postgres under the defaults: pgbench -S runs clean, every backend on 
 	CHECK(json_value(sum.out, "moved") == std::to_string(nkids + 1 - gone));
 	CHECK(std::stoul(json_value(sum.out, "moved")) >= 4);
 	// One copy of the server's code: the postmaster's, made at its first
-	// fork, seen by all.  Other big objects the postmaster loaded may have
-	// theirs too (arm64's guests reported three copies, all the
-	// postmaster's): each made once, by the postmaster alone.
+	// fork, seen by all.  Where its start-up alone ran long enough for the
+	// copy of what runs to come due (arm64 under a loaded emulator), that
+	// copy comes first and the fork copies the rest: parts of one copy,
+	// disjoint, all the postmaster's.  Other big objects it loaded may
+	// have copies too, the postmaster's as well.
 	auto ok = ok_lines(read_report(s.report));
-	std::vector<report_line> own;
+	unsigned long copy = 0;
+	size_t parts = 0;
 	for (auto &l : ok) {
-		INFO(l["object"] << ": " << l["huge_bytes"] << " bytes on huge pages, pid " << l["pid"]);
 		CHECK(l["pid"] == pm);
-		if (l["object"] == pgbin + "/postgres")
-			own.push_back(l);
+		if (l["object"] == pgbin + "/postgres") {
+			copy += std::stoul(l["huge_bytes"]);
+			parts++;
+		}
 	}
-	REQUIRE(own.size() == 1);
-	unsigned long copy = std::stoul(own[0]["huge_bytes"]);
+	INFO(parts << " parts of postgres's copy");
+	REQUIRE(parts >= 1);
+	CHECK(parts <= 3);
 	CHECK(copy > 0);
+	// Every process maps those pages: the distinct frames are the copy's.
 	CHECK(json_value(sum.out, "distinct_huge_bytes") == std::to_string(copy));
 }
