@@ -61,6 +61,44 @@ void pool_guard::set_total(long n)
 long pool_guard::free_pages() const { return meminfo_value("HugePages_Free"); }
 long pool_guard::total_pages() const { return meminfo_value("HugePages_Total"); }
 
+const std::string thp_dir = "/sys/kernel/mm/transparent_hugepage";
+const std::string thp_size64 = thp_dir + "/hugepages-64kB/enabled";
+const std::string thp_size2m = thp_dir + "/hugepages-2048kB/enabled";
+
+std::string thp_chosen(const std::string &path)
+{
+	std::string s = read_file(path);
+	size_t a = s.find('['), b = s.find(']');
+
+	return a == std::string::npos || b == std::string::npos || b < a ? "" : s.substr(a + 1, b - a - 1);
+}
+
+static bool thp_set(const std::string &path, const std::string &word)
+{
+	std::ofstream f(path);
+
+	f << word << "\n";
+	f.close();
+	return f.good() && thp_chosen(path) == word;
+}
+
+thp_sizes_guard::thp_sizes_guard(const std::string &s64, const std::string &s2m)
+	: was64_(thp_chosen(thp_size64)), was2m_(thp_chosen(thp_size2m))
+{
+	if (was64_.empty() || was2m_.empty())
+		return;
+	ok_ = thp_set(thp_size64, s64) && thp_set(thp_size2m, s2m);
+}
+
+thp_sizes_guard::~thp_sizes_guard()
+{
+	// Put back only what was read: an empty word would be refused anyway.
+	if (!was64_.empty())
+		thp_set(thp_size64, was64_);
+	if (!was2m_.empty())
+		thp_set(thp_size2m, was2m_);
+}
+
 hugetlbfs_guard::hugetlbfs_guard()
 {
 	char tmpl[] = "/tmp/hugetext-test-fs-XXXXXX";

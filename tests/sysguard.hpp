@@ -31,6 +31,28 @@ private:
 	bool ok_ = false;
 };
 
+// THP's per-size switches: transparent_hugepage/hugepages-64kB/enabled and
+// hugepages-2048kB/enabled.  Sets both for one scope; restores both on exit.
+class thp_sizes_guard {
+public:
+	thp_sizes_guard(const std::string &s64, const std::string &s2m);
+	~thp_sizes_guard();
+	thp_sizes_guard(const thp_sizes_guard &) = delete;
+	thp_sizes_guard &operator=(const thp_sizes_guard &) = delete;
+	bool ok() const { return ok_; }  // both set as asked
+private:
+	std::string was64_, was2m_;
+	bool ok_ = false;
+};
+
+extern const std::string thp_dir;       // /sys/kernel/mm/transparent_hugepage
+extern const std::string thp_size64;    // its hugepages-64kB/enabled
+extern const std::string thp_size2m;    // its hugepages-2048kB/enabled
+
+// The word in brackets of a THP setting file ("always [madvise] never"),
+// "" when there is none (or no file).
+std::string thp_chosen(const std::string &path);
+
 long meminfo_value(const std::string &key);
 
 #endif

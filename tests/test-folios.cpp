@@ -9,57 +9,18 @@
 #include <catch2/catch.hpp>
 
 #include <cstdio>
-#include <fstream>
 #include <string>
 #include <unistd.h>
 #include <vector>
 
 #include "helpers.hpp"
+#include "sysguard.hpp"
 
 extern "C" {
 #include "hugetext.h"
 }
 
 namespace {
-
-const std::string thp_dir = "/sys/kernel/mm/transparent_hugepage";
-const std::string size64 = thp_dir + "/hugepages-64kB/enabled";
-const std::string size2m = thp_dir + "/hugepages-2048kB/enabled";
-
-// The word in brackets of a THP setting file ("always [madvise] never").
-std::string chosen(const std::string &path)
-{
-	std::string s = read_file(path);
-	size_t a = s.find('['), b = s.find(']');
-
-	return a == std::string::npos || b == std::string::npos ? "" : s.substr(a + 1, b - a - 1);
-}
-
-bool set(const std::string &path, const std::string &word)
-{
-	std::ofstream f(path);
-
-	f << word << "\n";
-	f.close();
-	return f.good() && chosen(path) == word;
-}
-
-// Sets the two sizes for one case and puts back what they were.
-struct sizes_guard {
-	std::string was64 = chosen(size64), was2m = chosen(size2m);
-	sizes_guard(const std::string &s64, const std::string &s2m)
-	{
-		REQUIRE(set(size64, s64));
-		REQUIRE(set(size2m, s2m));
-	}
-	~sizes_guard()
-	{
-		set(size64, was64);
-		set(size2m, was2m);
-	}
-	sizes_guard(const sizes_guard &) = delete;
-	sizes_guard &operator=(const sizes_guard &) = delete;
-};
 
 std::string prog() { return build_path("tests/bigtext-nopie"); }
 
@@ -126,9 +87,9 @@ extern "C" const char *test_skip_reason(void)
 {
 	if (geteuid() != 0)
 		return "needs root: sets THP's per-size settings and reads /proc/kpageflags";
-	if (!file_exists(size64))
+	if (!file_exists(thp_size64))
 		return "this kernel offers no 64 KiB folios (no transparent_hugepage/hugepages-64kB)";
-	if (chosen(thp_dir + "/enabled") == "never")
+	if (thp_chosen(thp_dir + "/enabled") == "never")
 		return "transparent huge pages are disabled (enabled is never)";
 	return nullptr;
 }
@@ -140,7 +101,8 @@ TEST_CASE("with the 64 KiB size on and the 2 MiB size off, folios mode copies on
 	REQUIRE(plain.status == 0);
 	// Without the library the text is on the file's pages, none anonymous.
 	CHECK(out_kb(plain, "folio_kb") == 0);
-	sizes_guard g("madvise", "never");
+	thp_sizes_guard g("madvise", "never");
+	REQUIRE(g.ok());
 	result r = run_mode("folios", "folios-on.json");
 	check_on_folios(r, plain);
 }
@@ -149,7 +111,8 @@ TEST_CASE("with the 64 KiB size off, folios mode fails saying so and leaves the 
 	  "[folios]")
 {
 	run_result plain = run_cmd({ prog(), "folios" });
-	sizes_guard g("never", "never");
+	thp_sizes_guard g("never", "never");
+	REQUIRE(g.ok());
 	result r = run_mode("folios", "folios-off.json");
 	REQUIRE(r.run.status == 0);
 	CHECK(line_value(r.run.out, "sum") == line_value(plain.out, "sum"));
@@ -163,7 +126,8 @@ TEST_CASE("with the 64 KiB size off, folios mode fails saying so and leaves the 
 TEST_CASE("a THP copy the 2 MiB size refuses falls back to folios on arm64 only", "[folios]")
 {
 	run_result plain = run_cmd({ prog(), "folios" });
-	sizes_guard g("madvise", "never");
+	thp_sizes_guard g("madvise", "never");
+	REQUIRE(g.ok());
 	// thp, and auto (the default; the explicit pool is empty here or too small).
 	for (const std::string mode : { "thp", "" }) {
 		INFO("mode " << (mode.empty() ? "auto" : mode));

@@ -6,10 +6,10 @@
 
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
 #include <string>
 #include <unistd.h>
 
+#include "sysguard.hpp"
 #include "tooltest.hpp"
 
 extern "C" {
@@ -17,45 +17,6 @@ extern "C" {
 }
 
 namespace {
-
-const std::string thp_dir = "/sys/kernel/mm/transparent_hugepage";
-const std::string size64 = thp_dir + "/hugepages-64kB/enabled";
-const std::string size2m = thp_dir + "/hugepages-2048kB/enabled";
-
-// The word in brackets of a THP setting file ("always [madvise] never").
-std::string chosen(const std::string &path)
-{
-	std::string s = read_file(path);
-	size_t a = s.find('['), b = s.find(']');
-
-	return a == std::string::npos || b == std::string::npos ? "" : s.substr(a + 1, b - a - 1);
-}
-
-bool set(const std::string &path, const std::string &word)
-{
-	std::ofstream f(path);
-
-	f << word << "\n";
-	f.close();
-	return f.good() && chosen(path) == word;
-}
-
-// 64 KiB folios on, 2 MiB pages off (so the copy can only be on folios), for one scope.
-struct sizes_guard {
-	std::string was64 = chosen(size64), was2m = chosen(size2m);
-	sizes_guard()
-	{
-		REQUIRE(set(size64, "madvise"));
-		REQUIRE(set(size2m, "never"));
-	}
-	~sizes_guard()
-	{
-		set(size64, was64);
-		set(size2m, was2m);
-	}
-	sizes_guard(const sizes_guard &) = delete;
-	sizes_guard &operator=(const sizes_guard &) = delete;
-};
 
 // A number "KEY": N in one process's line of status --json; -1 when absent.
 long long json_number(const std::string &line, const std::string &key)
@@ -71,9 +32,9 @@ extern "C" const char *test_skip_reason(void)
 {
 	if (geteuid() != 0)
 		return "needs root: sets THP's per-size settings, and status reads frames only as root";
-	if (!file_exists(size64))
+	if (!file_exists(thp_size64))
 		return "this kernel offers no 64 KiB folios (no transparent_hugepage/hugepages-64kB)";
-	if (chosen(thp_dir + "/enabled") == "never")
+	if (thp_chosen(thp_dir + "/enabled") == "never")
 		return "transparent huge pages are disabled (enabled is never)";
 	return nullptr;
 }
@@ -94,7 +55,8 @@ TEST_CASE("status as root counts a copy on 64 KiB folios: at least the library's
 	REQUIRE(text_span > 0);
 	small_page_cache(prog);
 	{
-		sizes_guard g;
+		thp_sizes_guard g("madvise", "never");  // so the copy can only be on folios
+		REQUIRE(g.ok());
 		unlink(report.c_str());
 		child c({ prog, "hold", "60000" }, { "LD_PRELOAD=" + build_path("lib/libhugetext-preload.so"),
 						    "HUGETEXT_REPORT=" + report, "HUGETEXT_MODE=folios",
