@@ -39,6 +39,8 @@ static int bg_state, bg_cancel;
 static const struct ht_options *bg_opt;
 /* The process and thread ids, to ask the kernel whether the thread still counts. */
 static pid_t bg_pid, bg_tid;
+/* When (ht_now_ms, whole ms) the thread's function returned; 0: not yet. */
+static long bg_end_ms;
 /* The deferred copy: what to move, and the process CPU time (ms) when it pays. */
 static struct ht_seg_query bg_queue[BG_MAX_DEFERRED];
 static size_t bg_nqueue;
@@ -193,6 +195,13 @@ static void run_deferred(void)
 	pthread_mutex_unlock(&bg_mu);
 }
 
+/* The thread's last step: notes when, for ht_background_recent(). */
+static void *ended(void)
+{
+	__atomic_store_n(&bg_end_ms, (long)ht_now_ms() + 1, __ATOMIC_RELEASE);
+	return NULL;
+}
+
 static void *background(void *arg)
 {
 	int deferred = arg != NULL;
@@ -206,7 +215,7 @@ static void *background(void *arg)
 	 */
 	if (ht_sys_private_fds(bg_opt->verbose) < 0) {
 		set_state(BG_REFUSED);
-		return NULL;
+		return ended();
 	}
 	set_state(deferred ? BG_WAITING : BG_RUNNING);
 	if (deferred)
@@ -214,7 +223,7 @@ static void *background(void *arg)
 	else
 		ht_remap(bg_opt, NULL, 0, NULL);
 	set_state(BG_NONE);
-	return NULL;
+	return ended();
 }
 
 /* A child of fork() has no background thread, whatever its parent had. */
@@ -224,6 +233,7 @@ static void none_in_child(void)
 	pthread_cond_init(&bg_cond, NULL);
 	bg_state = BG_NONE;
 	bg_tid = 0;
+	bg_end_ms = 0;
 	bg_nqueue = 0;
 	bg_cancel = 0;
 	bg_later = 0;
@@ -487,6 +497,15 @@ int ht_background_alive(void)
 		__atomic_store_n(&bg_tid, 0, __ATOMIC_RELEASE);
 	errno = saved;
 	return alive;
+}
+
+int ht_background_recent(unsigned ms)
+{
+	long end = __atomic_load_n(&bg_end_ms, __ATOMIC_ACQUIRE);
+
+	if (bg_pid != ht_getpid())
+		return 0;
+	return ht_background_alive() || (end && ht_now_ms() - (double)end < ms);
 }
 
 void ht_background_wait(unsigned ms)

@@ -46,6 +46,14 @@ void ht_background_cancel(void);
 /* True while this process's background thread exists (not yet reaped). */
 int ht_background_alive(void);
 
+/*
+ * True while this process's background thread exists, or when its work
+ * ended less than @ms ago: the kernel lets go of an ended thread in steps,
+ * and a call that needs a single thread may see it counted after
+ * ht_background_alive() no longer finds it.
+ */
+int ht_background_recent(unsigned ms);
+
 /* Waits up to @ms for the background move to finish; returns at once if none. */
 void ht_background_wait(unsigned ms);
 
