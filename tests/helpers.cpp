@@ -375,6 +375,18 @@ void small_page_cache(const std::string &path)
 	close(fd);
 }
 
+std::string read_setting(const std::string &path)
+{
+	std::string s = read_file(path);
+	auto a = s.find('['), b = s.find(']');
+
+	if (a != std::string::npos && b != std::string::npos && b > a)
+		return s.substr(a + 1, b - a - 1);
+	while (!s.empty() && (s.back() == '\n' || s.back() == ' '))
+		s.pop_back();
+	return s;
+}
+
 bool thp_enabled()
 {
 	std::string s = read_file("/sys/kernel/mm/transparent_hugepage/enabled");

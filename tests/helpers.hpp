@@ -41,6 +41,8 @@ std::string build_path(const std::string &rel);
 std::string source_path(const std::string &rel);
 
 std::string read_file(const std::string &path);
+// The current choice of a "a [b] c" sysfs file, or its whole trimmed text.
+std::string read_setting(const std::string &path);
 bool file_exists(const std::string &path);
 // A temporary path in TMPDIR (or /tmp), or in the directory @in; removed
 // when the test program exits.

@@ -61,17 +61,9 @@ void pool_guard::set_total(long n)
 long pool_guard::free_pages() const { return meminfo_value("HugePages_Free"); }
 long pool_guard::total_pages() const { return meminfo_value("HugePages_Total"); }
 
-const std::string thp_dir = "/sys/kernel/mm/transparent_hugepage";
+static const std::string thp_dir = "/sys/kernel/mm/transparent_hugepage";
 const std::string thp_size64 = thp_dir + "/hugepages-64kB/enabled";
 const std::string thp_size2m = thp_dir + "/hugepages-2048kB/enabled";
-
-std::string thp_chosen(const std::string &path)
-{
-	std::string s = read_file(path);
-	size_t a = s.find('['), b = s.find(']');
-
-	return a == std::string::npos || b == std::string::npos || b < a ? "" : s.substr(a + 1, b - a - 1);
-}
 
 static bool thp_set(const std::string &path, const std::string &word)
 {
@@ -79,11 +71,11 @@ static bool thp_set(const std::string &path, const std::string &word)
 
 	f << word << "\n";
 	f.close();
-	return f.good() && thp_chosen(path) == word;
+	return f.good() && read_setting(path) == word;
 }
 
 thp_sizes_guard::thp_sizes_guard(const std::string &s64, const std::string &s2m)
-	: was64_(thp_chosen(thp_size64)), was2m_(thp_chosen(thp_size2m))
+	: was64_(read_setting(thp_size64)), was2m_(read_setting(thp_size2m))
 {
 	if (was64_.empty() || was2m_.empty())
 		return;

@@ -45,13 +45,9 @@ private:
 	bool ok_ = false;
 };
 
-extern const std::string thp_dir;       // /sys/kernel/mm/transparent_hugepage
-extern const std::string thp_size64;    // its hugepages-64kB/enabled
-extern const std::string thp_size2m;    // its hugepages-2048kB/enabled
-
-// The word in brackets of a THP setting file ("always [madvise] never"),
-// "" when there is none (or no file).
-std::string thp_chosen(const std::string &path);
+// /sys/kernel/mm/transparent_hugepage/hugepages-64kB/enabled and -2048kB's.
+extern const std::string thp_size64;
+extern const std::string thp_size2m;
 
 long meminfo_value(const std::string &key);
 

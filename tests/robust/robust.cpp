@@ -134,18 +134,6 @@ std::string write_setting(const std::string &path, const std::string &value)
 	return "";
 }
 
-std::string read_setting(const std::string &path)
-{
-	std::string s = read_file(path);
-	auto a = s.find('['), b = s.find(']');
-
-	if (a != std::string::npos && b != std::string::npos && b > a)
-		return s.substr(a + 1, b - a - 1);
-	while (!s.empty() && (s.back() == '\n' || s.back() == ' '))
-		s.pop_back();
-	return s;
-}
-
 // The guards' saved values, in fixed buffers a signal handler may read.
 namespace {
 struct slot {

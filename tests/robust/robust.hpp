@@ -43,8 +43,6 @@ uint64_t huge_bytes_in(uintptr_t lo, uintptr_t hi);
 
 // Writes @value to a sysfs/procfs file; returns "" or the error text.
 std::string write_setting(const std::string &path, const std::string &value);
-// The current choice of a "a [b] c" sysfs file, or its whole trimmed text.
-std::string read_setting(const std::string &path);
 
 // Sets a system file for the guard's lifetime and writes the old value back
 // when the guard dies, when the test program exits, or when it is killed by

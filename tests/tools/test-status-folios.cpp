@@ -34,7 +34,7 @@ extern "C" const char *test_skip_reason(void)
 		return "needs root: sets THP's per-size settings, and status reads frames only as root";
 	if (!file_exists(thp_size64))
 		return "this kernel offers no 64 KiB folios (no transparent_hugepage/hugepages-64kB)";
-	if (thp_chosen(thp_dir + "/enabled") == "never")
+	if (!thp_enabled())
 		return "transparent huge pages are disabled (enabled is never)";
 	return nullptr;
 }
