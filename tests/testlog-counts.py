@@ -4,11 +4,15 @@
 
 Prints "passed failed skipped" on one line; with --notes, then one line per
 skipped or failed test with its name (and a skip's own reason, its last
-"SKIP:" line).  A log that cannot be read counts nothing.  Used by .ci/run
+"SKIP:" line; a failure's last lines of output, indented with "| ", so that
+a log from a machine that is gone still says why).  A log that cannot be read counts nothing.  Used by .ci/run
 and tests/fresh/fresh.sh; import counts() for the same figures in Python.
 """
 import json
 import sys
+
+# Lines of a failed test's output that --notes prints.
+TAIL = 25
 
 
 def counts(path):
@@ -28,6 +32,8 @@ def counts(path):
             else:
                 f += 1
                 notes.append("failed %s (%s)" % (t.get("name"), r))
+                out = (t.get("stdout", "") or "").splitlines()[-TAIL:]
+                notes.extend("| " + l for l in out)
     except OSError:
         pass
     return p, f, s, notes

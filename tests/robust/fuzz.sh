@@ -38,11 +38,14 @@ lib=$src/lib
 arch=$(uname -m)
 [ -d "$lib/arch/$arch" ] || arch=generic
 cflags="-D_GNU_SOURCE -include $build/config.h -I$lib -I$lib/include -I$lib/arch/$arch -I$src/tools -I$here/fuzz"
-# The system call layer, lib/sys.c and its lib/sys-*.c, into $sys_objs.
+# The system call layer, lib/sys.c and its lib/sys-*.c, into $sys_objs:
+# in a folder of this harness's own, since meson runs the harnesses side by
+# side and two compilers writing one .o while a linker reads it fail at random.
 build_sys() {
 	sys_objs=
+	mkdir -p "$out/sys-$name" || return 1
 	for f in "$lib"/sys.c "$lib"/sys-*.c; do
-		o=$out/$(basename "$f" .c).o
+		o=$out/sys-$name/$(basename "$f" .c).o
 		# shellcheck disable=SC2086
 		${CC:-cc} -c -O1 -fPIC $cflags "$f" -o "$o" || return 1
 		sys_objs="$sys_objs $o"
