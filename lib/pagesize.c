@@ -87,7 +87,7 @@ static void read_facts(struct ht_page_facts *f)
 
 	f->base = ht_sys_base_page_size();
 	f->pmd = 0;
-	if (f->base == 4096 && HT_ARCH_PMD_4K) {
+	if (f->base == 4096 && HT_ARCH_PMD_4K != 0) {
 		f->pmd = HT_ARCH_PMD_4K;
 	} else if (ht_sys_read_file(PMD_SIZE_FILE, &buf, &len) == 0) {
 		if (ht_parse_count(buf, len, &v) == 0)

@@ -104,7 +104,7 @@ static void fuzz_settings(char *text, size_t len, uint64_t ctl)
 	ht_options_env(&opt, fake_getenv, notes_len ? notes : NULL, notes_len);
 	if (notes_len)
 		PROPERTY(memchr(notes, '\0', notes_len) != NULL);
-	PROPERTY((unsigned)opt.mode <= HT_MODE_OFF);
+	PROPERTY((unsigned)opt.mode <= HT_MODE_FOLIOS);
 
 	/* A region with the rest of the text as its object, and odd fields. */
 	memset(&r, 0, sizeof(r));
