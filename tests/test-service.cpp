@@ -501,11 +501,16 @@ TEST_CASE("hostile clients are refused and the service goes on serving", "[servi
 	int quiet = socket(AF_UNIX, SOCK_SEQPACKET, 0);
 	REQUIRE(connect(quiet, (struct sockaddr *)&a, sizeof(a)) == 0);
 
-	// Still serving: a well-formed offer of a file we run is filled.
+	// Still serving: a well-formed offer of a file we run waits while we
+	// run it (the service reads and drops nothing under a running sender)
+	// and is filled once we no longer do.
 	REQUIRE(send_raw(&good, sizeof(good), { pfd }) == 0);
+	CHECK(svc.wait_for("pending", 1, 20));
+	usleep(2500000); // two of the service's one-second tries
+	CHECK(svc.num("filled_total") == 0);
+	munmap(run, 4096);
 	CHECK(svc.wait_for("filled_total", 1, 20));
 	close(quiet);
-	munmap(run, 4096);
 	close(pfd);
 	CHECK(svc.alive());
 	// Every descriptor it was sent is closed again.

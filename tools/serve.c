@@ -560,6 +560,18 @@ static int attempt(struct pending *p, const char **why)
 	int r = 1, runs;
 
 	*why = NULL;
+	/*
+	 * Not while the sender runs, until it has run FILL_AFTER tries: a warm
+	 * drops the file's pages that no process maps and reads them again,
+	 * and the sender, which has not run most of its code yet, would fault
+	 * on them while they are read back (clang's first compile lost 4% so).
+	 * A short-lived program is served once it has gone; a server, whose
+	 * mapped pages no warm can replace anyway, after FILL_AFTER seconds.
+	 */
+	if (p->tries + 1 < FILL_AFTER && sender_runs(p)) {
+		p->tries++;
+		return 0;
+	}
 	if (!S.no_warm) {
 		snprintf(buf, sizeof(buf), "/proc/self/fd/%d", p->fd);
 		r = hte_warm_file(buf, 1, &w);
@@ -599,7 +611,7 @@ static int attempt(struct pending *p, const char **why)
 static const char *check_offer(int fd, const struct ht_offer *m, const struct ucred *who,
 			       struct stat *st)
 {
-	char maps[64], *buf;
+	char maps[64], name[256], *buf;
 	size_t len;
 	const char *why;
 	int runs;
@@ -609,6 +621,9 @@ static const char *check_offer(int fd, const struct ht_offer *m, const struct uc
 	why = ht_offer_refusal(st);
 	if (!why)
 		why = ht_offer_check(m, (uint64_t)st->st_size);
+	/* A span that is no code of a readable ELF file is refused now, not after the wait. */
+	if (!why)
+		why = entry_name(fd, st, m, name, sizeof(name));
 	if (why)
 		return why;
 	/*
