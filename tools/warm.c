@@ -7,9 +7,10 @@
  * maps it with huge pages by itself, in every process, with no copy and
  * no preload.  The page cache fills with such pages only when the code is
  * read through a mapping advised MADV_HUGEPAGE; an ordinary run fills it
- * with small ones.  So: drop the file's cached code (pages no process maps),
- * read it again through such a mapping, and measure what came of it in our
- * own smaps.  The file is only read.
+ * with small ones.  So: for each 2 MiB of code that is not in such a page
+ * yet, drop it from the page cache (pages no process maps) and read it
+ * again through such a mapping, and measure what came of it in our own page
+ * tables.  The file is only read.
  */
 #include "tool.h"
 
@@ -62,26 +63,38 @@ static int text_chunks(const struct hte_elf *e, uint64_t file_len, struct chunk_
 }
 
 /*
- * Drops the cached pages of [lo, hi) and reads them again through a
- * 2 MiB-aligned MADV_HUGEPAGE mapping (the library's, which the preload
- * uses after a copy).  Returns the bytes that came back as 2 MiB pages, or
- * -1 with errno.
+ * Puts [lo, hi) of the file in 2 MiB page-cache pages, one 2 MiB at a
+ * time: a 2 MiB that is one already, or that was not cached at all (the
+ * read brings it in as one), is kept; only the others are dropped and read
+ * again through a 2 MiB-aligned MADV_HUGEPAGE mapping (the library's,
+ * which the preload uses after a copy).  The service warms a file again
+ * every second while other processes map parts of it: dropping all of it
+ * each time would throw away what the last warm made and read it all from
+ * the disk again, under the feet of those processes.  Returns the bytes in
+ * 2 MiB pages, or -1 with errno.
  */
 static long long warm_range(int fd, uint64_t lo, uint64_t hi)
 {
-	int64_t huge;
-	int err;
+	long long huge = 0;
 
 	/* Dirty pages (a file just written) are not dropped: write them first. */
 	if (fdatasync(fd) != 0 && errno != EINVAL)
 		return -1;
-	err = ht_sys_drop_cached(fd, lo, (size_t)(hi - lo));
-	huge = err < 0 ? err : ht_sys_read_huge(fd, lo, (size_t)(hi - lo));
-	if (huge < 0) {
-		errno = (int)-huge;
-		return -1;
+	for (uint64_t at = lo; at < hi; at += HUGE) {
+		int64_t got = ht_sys_read_huge(fd, at, HUGE);
+
+		if (got == 0) {
+			int err = ht_sys_drop_cached(fd, at, HUGE);
+
+			got = err < 0 ? err : ht_sys_read_huge(fd, at, HUGE);
+		}
+		if (got < 0) {
+			errno = (int)-got;
+			return -1;
+		}
+		huge += got;
 	}
-	return (long long)huge;
+	return huge;
 }
 
 /*

@@ -4,7 +4,9 @@
 
 #include <cstdio>
 #include <fstream>
+#include <fcntl.h>
 #include <string>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -22,6 +24,22 @@ std::string copy_of(const temp_dir &d, const std::string &prog, const std::strin
 	out.close();
 	chmod(to.c_str(), 0755);
 	return to;
+}
+
+// Bytes its reaped children read from block devices (ru_inblock: 512-byte units).
+uint64_t children_read_bytes()
+{
+	struct rusage u = {};
+	getrusage(RUSAGE_CHILDREN, &u);
+	return (uint64_t)u.ru_inblock * 512;
+}
+
+// What `hugetext warm FILE` read from the disk.
+uint64_t warm_reads(const std::string &file, run_result &r)
+{
+	uint64_t before = children_read_bytes();
+	r = tool({ "warm", file });
+	return children_read_bytes() - before;
 }
 
 } // namespace
@@ -91,4 +109,38 @@ TEST_CASE("warm refuses what it cannot warm, with a message and a non-zero statu
 	CHECK(tool({ "warm" }).status == 2);
 	// The file is only read.
 	CHECK(read_file(d / "text") == "not an ELF file\n");
+}
+
+TEST_CASE("warm again reads only the 2 MiB pages that are not in 2 MiB page-cache pages", "[warm]")
+{
+	temp_dir d("warm-again");
+	std::string prog = copy_of(d, "tests/bigtext-nopie");
+	small_page_cache(prog);
+	run_result r;
+	uint64_t first = warm_reads(prog, r);
+	INFO(r.out << r.err);
+	if (r.status != 0) {
+		WARN("skipped: warm could not put the code in 2 MiB pages here: " << r.out << r.err);
+		return;
+	}
+	uint64_t code = code_span_of(prog).len;
+	if (first < code) {
+		WARN("skipped: this machine does not count a process's disk reads (ru_inblock): " << first);
+		return;
+	}
+	// All of it is in 2 MiB pages: nothing is dropped, nothing read again.
+	uint64_t again = warm_reads(prog, r);
+	CHECK(r.status == 0);
+	CHECK(again < code / 4);
+	// One 2 MiB page lost (reclaim): that one is read again, not the rest.
+	int fd = open(prog.c_str(), O_RDONLY);
+	REQUIRE(fd >= 0);
+	off_t lost = (off_t)((code_span_of(prog).off + (8u << 20)) & ~((2ull << 20) - 1));
+	REQUIRE(posix_fadvise(fd, lost, 2 << 20, POSIX_FADV_DONTNEED) == 0);
+	close(fd);
+	uint64_t one = warm_reads(prog, r);
+	CHECK(r.status == 0);
+	CHECK(one >= (2u << 20));
+	CHECK(one < code / 4);
+	CHECK(run_cmd({ prog }).out == run_cmd({ build_path("tests/bigtext-nopie") }).out);
 }
