@@ -375,6 +375,26 @@ void small_page_cache(const std::string &path)
 	close(fd);
 }
 
+uint64_t huge_bytes_in(uintptr_t lo, uintptr_t hi)
+{
+	std::istringstream in(read_file("/proc/self/smaps"));
+	std::string line;
+	unsigned long a, b;
+	bool inside = false;
+	uint64_t total = 0;
+	unsigned long kb;
+
+	while (std::getline(in, line)) {
+		if (std::sscanf(line.c_str(), "%lx-%lx", &a, &b) == 2 && line.find(" kB") == std::string::npos)
+			inside = a < hi && b > lo;
+		else if (inside && (std::sscanf(line.c_str(), "AnonHugePages: %lu kB", &kb) == 1 ||
+				    std::sscanf(line.c_str(), "Private_Hugetlb: %lu kB", &kb) == 1 ||
+				    std::sscanf(line.c_str(), "Shared_Hugetlb: %lu kB", &kb) == 1))
+			total += (uint64_t)kb * 1024;
+	}
+	return total;
+}
+
 std::string read_setting(const std::string &path)
 {
 	std::string s = read_file(path);

@@ -41,6 +41,9 @@ std::string build_path(const std::string &rel);
 std::string source_path(const std::string &rel);
 
 std::string read_file(const std::string &path);
+// Huge page bytes (AnonHugePages + hugetlb) of /proc/self/smaps in [lo, hi):
+// a copy's, not the page cache's 2 MiB folios that the kernel maps.
+uint64_t huge_bytes_in(uintptr_t lo, uintptr_t hi);
 // The current choice of a "a [b] c" sysfs file, or its whole trimmed text.
 std::string read_setting(const std::string &path);
 bool file_exists(const std::string &path);

@@ -11,7 +11,6 @@
 extern "C" {
 #include "hugetext.h"
 #include "internal.h"
-#include "maps.h"
 #include "sys.h"
 }
 
@@ -39,20 +38,6 @@ static struct ht_region move(enum ht_mode mode, unsigned budget)
 	std::memset(&r, 0, sizeof(r));
 	ht_remap_range(&opt, bigtext_start, bigtext_end, &r);
 	return r;
-}
-
-// Bytes of [start, end) on anonymous huge pages (smaps' AnonHugePages): a copy's.
-static uint64_t anon_huge_in(uintptr_t start, uintptr_t end)
-{
-	std::string smaps = read_file("/proc/self/smaps");
-	struct ht_smap s;
-	size_t pos = 0;
-	uint64_t n = 0;
-
-	while (ht_smaps_next(smaps.data(), smaps.size(), &pos, &s) == 1)
-		if (s.map.start >= start && s.map.end <= end)
-			n += s.anon_huge;
-	return n;
 }
 
 // A clock that moves 4 ms each time it is read.
@@ -117,7 +102,7 @@ TEST_CASE("the time budget stops the work after whole 2 MiB pieces", "[budget]")
 	CHECK(r.huge_bytes > 0);
 	CHECK(r.huge_bytes % (2u << 20) == 0);
 	// Our copy's part (the page cache's own 2 MiB folios may hold the rest).
-	uint64_t copied = anon_huge_in(r.start, r.end);
+	uint64_t copied = huge_bytes_in(r.start, r.end);
 	CHECK(copied > 0);
 	CHECK(copied < r.bytes);
 	CHECK(copied % (2u << 20) == 0);
@@ -137,11 +122,11 @@ TEST_CASE("the fill stops before a 2 MiB piece that would end past the deadline"
 
 	REQUIRE(r.status == HT_STATUS_OK);
 	CHECK(r.error == HT_E_BUDGET);
-	// Our copy is anonymous: the one 2 MiB piece.  huge_bytes counts all
+	// Our copy's huge pages: the one 2 MiB piece.  huge_bytes counts all
 	// that is huge in the span, and once (a fresh Debian 12 run, /tmp on
 	// tmpfs) it was 12 MiB: most likely the kernel mapping the rest from
 	// the page cache's own 2 MiB folios (ext4 keeps them from 6.16).
-	CHECK(anon_huge_in(r.start, r.end) == (2u << 20));
+	CHECK(huge_bytes_in(r.start, r.end) == (2u << 20));
 	CHECK(r.huge_bytes >= (2u << 20));
 	CHECK(bigtext_sum(5) == expected_sum);
 }

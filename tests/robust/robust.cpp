@@ -100,26 +100,6 @@ int count_open_fds()
 	return n - 1;
 }
 
-uint64_t huge_bytes_in(uintptr_t lo, uintptr_t hi)
-{
-	std::istringstream in(read_file("/proc/self/smaps"));
-	std::string line;
-	uintptr_t a, b;
-	bool inside = false;
-	uint64_t total = 0;
-	unsigned long kb;
-
-	while (std::getline(in, line)) {
-		if (parse_range(line, &a, &b) && line.find(" kB") == std::string::npos)
-			inside = a < hi && b > lo;
-		else if (inside && (std::sscanf(line.c_str(), "AnonHugePages: %lu kB", &kb) == 1 ||
-				    std::sscanf(line.c_str(), "Private_Hugetlb: %lu kB", &kb) == 1 ||
-				    std::sscanf(line.c_str(), "Shared_Hugetlb: %lu kB", &kb) == 1))
-			total += (uint64_t)kb * 1024;
-	}
-	return total;
-}
-
 std::string write_setting(const std::string &path, const std::string &value)
 {
 	int fd = open(path.c_str(), O_WRONLY | O_CLOEXEC);

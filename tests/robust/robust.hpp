@@ -38,8 +38,6 @@ std::vector<std::string> maps_lines(uintptr_t lo, uintptr_t hi);
 // The /proc/self/maps entry holding @addr: [*lo, *hi).
 bool maps_entry(uintptr_t addr, uintptr_t *lo, uintptr_t *hi, std::string *line = nullptr);
 int count_open_fds();
-// Huge page bytes (AnonHugePages + hugetlb) of /proc/self/smaps in [lo, hi).
-uint64_t huge_bytes_in(uintptr_t lo, uintptr_t hi);
 
 // Writes @value to a sysfs/procfs file; returns "" or the error text.
 std::string write_setting(const std::string &path, const std::string &value);
