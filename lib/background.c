@@ -355,6 +355,8 @@ static int defer_copy(const struct ht_options *opt, const struct ht_seg_query *q
 		if (bg_nqueue == 0) {
 			bg_due_ms = bg_t0_ms = cpu_ms();
 			bg_later = 0;
+			/* fork() may take the queue before any thread of ours starts. */
+			bg_pid = ht_getpid();
 		}
 		/* With copy_hot the queue shares one first look; the scan counts every span. */
 		if (!hot_wait(opt) || bg_nqueue == 0)
@@ -372,10 +374,31 @@ void ht_background_defer_init(const struct ht_options *opt)
 	ht_defer_copy = defer_copy;
 }
 
+/*
+ * Whether our thread may join the process now.  The first thread a
+ * process makes puts glibc (malloc's locks, __libc_single_threaded) and
+ * libstdc++ (shared_ptr counts, locales: atomic operations instead of
+ * plain ones) in their multi-threaded ways for the rest of its life.
+ * Measured here (bench/run.sh --only startup, clang): an idle thread of
+ * ours cost clang's single-threaded -O2 compile about 1.6% of its CPU
+ * time and node's start 1.5 ms, before node made threads of its own;
+ * the deferred copy, made, lost clang 5% more (docs/benchmarks.md).  So
+ * a single-threaded program keeps its single-threaded glibc; one that
+ * has made threads (node, java, a server's workers) pays nothing more
+ * for ours.  A wait set by hand (copy_after_ms) is a request for the
+ * copy: it starts the thread at once, as before.
+ */
+static int may_join_now(void)
+{
+	return ht_sys_single_threaded() != 1 || bg_opt->copy_after_ms >= 0;
+}
+
 int ht_background_kick(void)
 {
 	int idle;
 
+	if (!bg_opt || !may_join_now())
+		return 0;
 	pthread_mutex_lock(&bg_mu);
 	idle = bg_nqueue > 0 && bg_state == BG_NONE;
 	pthread_mutex_unlock(&bg_mu);

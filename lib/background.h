@@ -22,11 +22,15 @@ int ht_background_start(const struct ht_options *opt);
 void ht_background_defer_init(const struct ht_options *opt);
 
 /*
- * After a run that deferred copies: starts the thread that waits until
- * they pay and then moves them (with copy_hot, what runs of them, and
- * later what turns hot of the rest), unless one is waiting already.  Called
- * without ht_lock.  Returns 0, or -1 when no thread could be made (the
- * segments then stay where they are).
+ * After a run that deferred copies, and when the program starts a thread
+ * of its own: starts the thread that waits until they pay and then moves
+ * them (with copy_hot, what runs of them, and later what turns hot of the
+ * rest), unless one is waiting already.  In a process that has had no
+ * thread yet it starts none, unless the wait was set (copy_after_ms): the
+ * copies stay queued for the program's first thread, or for fork(), which
+ * makes them at once (ht_background_before_fork).  Called without
+ * ht_lock.  Returns 0, or -1 when no thread could be made (the segments
+ * then stay where they are).
  */
 int ht_background_kick(void);
 

@@ -402,6 +402,33 @@ __attribute__((visibility("default"))) pid_t fork(void)
 	return fn();
 }
 
+/*
+ * pthread_create(): a program's first thread puts glibc in its
+ * multi-threaded ways for good, so a deferred copy's thread, which waited
+ * for this (ht_background_kick), costs nothing more from now on.  Ours
+ * (the background thread, a copy's second filler) pass through here too
+ * and start nothing: the library's own steps kick once they are done.
+ */
+__attribute__((visibility("default"))) int pthread_create(pthread_t *th, const pthread_attr_t *attr,
+							  void *(*start)(void *), void *arg)
+{
+	static int (*fn)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
+	int err, saved;
+
+	if (!fn)
+		fn = (int (*)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *))dlsym(
+			RTLD_NEXT, "pthread_create");
+	if (!fn)
+		return ENOSYS;
+	err = fn(th, attr, start, arg);
+	if (err == 0 && ht_preload_active && !ht_in_background && !ht_lock_held) {
+		saved = errno;
+		ht_background_kick();
+		errno = saved;
+	}
+	return err;
+}
+
 __attribute__((visibility("default"))) int unshare(int flags)
 {
 	return single_thread_call(real_unshare, flags, 0);

@@ -144,7 +144,7 @@ static uint32_t gnu_hash(const char *s)
 	return h;
 }
 
-void *ht_dynsym_lookup(const struct ht_dynsyms *d, const char *name)
+static void *lookup(const struct ht_dynsyms *d, const char *name, unsigned type)
 {
 	const uint32_t *ht = d->gnu_hash;
 	uint32_t nbuckets = ht[0], symoffset = ht[1], bloom_size = ht[2];
@@ -158,9 +158,9 @@ void *ht_dynsym_lookup(const struct ht_dynsyms *d, const char *name)
 		const ElfW(Sym) *s = (const ElfW(Sym) *)d->symtab + i;
 		uint32_t ch = chain[i - symoffset];
 
-		/* A defined function of the default version ("@@"), not a hidden compat one. */
+		/* A definition of @type of the default version ("@@"), not a hidden compat one. */
 		if ((ch | 1) == (h | 1) && strcmp(d->strtab + s->st_name, name) == 0 &&
-		    s->st_shndx != SHN_UNDEF && ELF64_ST_TYPE(s->st_info) == STT_FUNC &&
+		    s->st_shndx != SHN_UNDEF && ELF64_ST_TYPE(s->st_info) == type &&
 		    (!d->versym || !(d->versym[i] & 0x8000)))
 			return (void *)(d->base + s->st_value);
 		if (ch & 1)
@@ -169,3 +169,12 @@ void *ht_dynsym_lookup(const struct ht_dynsyms *d, const char *name)
 	return NULL;
 }
 
+void *ht_dynsym_lookup(const struct ht_dynsyms *d, const char *name)
+{
+	return lookup(d, name, STT_FUNC);
+}
+
+void *ht_dynsym_lookup_object(const struct ht_dynsyms *d, const char *name)
+{
+	return lookup(d, name, STT_OBJECT);
+}

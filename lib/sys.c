@@ -150,6 +150,30 @@ const struct ht_libc *ht_libc(void)
 	return &libc_fns;
 }
 
+/*
+ * glibc's __libc_single_threaded (2.32 and later), found in libc's table
+ * when first asked rather than bound by the linker, which would make
+ * ld.so look it up in every process at load (test-libc).
+ */
+static const char *single_threaded_flag;
+
+static void find_single_threaded(void)
+{
+	struct ht_dynsyms syms;
+	char path[512];
+
+	if (ht_dynsyms_find("libc.so.6", &syms, path, sizeof(path)))
+		single_threaded_flag = ht_dynsym_lookup_object(&syms, "__libc_single_threaded");
+}
+
+int ht_sys_single_threaded(void)
+{
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+	pthread_once(&once, find_single_threaded);
+	return single_threaded_flag ? __atomic_load_n(single_threaded_flag, __ATOMIC_RELAXED) != 0 : -1;
+}
+
 static int real_open(const char *path, int flags, mode_t mode)
 {
 	return ht_libc()->open(path, flags, mode);

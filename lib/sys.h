@@ -120,6 +120,12 @@ struct ht_libc {
 	void (*regfree)(regex_t *re);
 };
 const struct ht_libc *ht_libc(void);
+/*
+ * 1 while glibc runs the process in its single-threaded ways (no thread
+ * was ever made: __libc_single_threaded), 0 once one was, -1 unknown
+ * (glibc before 2.32).
+ */
+int ht_sys_single_threaded(void);
 
 /* An object's dynamic symbol tables, where the loader mapped them (sys-dynsyms.c). */
 struct ht_dynsyms {
@@ -134,6 +140,8 @@ struct ht_dynsyms {
  * as a plain function (not an IFUNC), or NULL.  Pure: reads the tables.
  */
 void *ht_dynsym_lookup(const struct ht_dynsyms *d, const char *name);
+/* The same for a variable (STT_OBJECT). */
+void *ht_dynsym_lookup_object(const struct ht_dynsyms *d, const char *name);
 /*
  * The tables of the loaded object whose file name is @file (e.g.
  * "libc.so.6"), in the caller's namespace; its path into @path.

@@ -36,6 +36,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/single_threaded.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -263,19 +264,31 @@ static int thread_count(void)
 	return n;
 }
 
+static void *nothing(void *arg)
+{
+	return arg;
+}
+
 /*
- * "spin MS [WAIT]": run the code for MS ms of this thread's CPU time, then
- * say how much of it is on huge pages and how many threads the process
- * has.  With WAIT, first wait up to WAIT ms (idle) for all of the movable
- * code to be on huge pages and for this thread to be the only one: a
- * background move that was due may still be copying (slowly, under qemu).
+ * "spin MS [WAIT [threaded]]": run the code for MS ms of this thread's CPU
+ * time, then say how much of it is on huge pages, how many threads the
+ * process has, and whether glibc still runs it single-threaded
+ * (__libc_single_threaded: no thread was ever made).  With WAIT, first
+ * wait up to WAIT ms (idle) for all of the movable code to be on huge
+ * pages and for this thread to be the only one: a background move that
+ * was due may still be copying (slowly, under qemu).  "threaded" makes a
+ * thread of the program's own first and joins it, as a runtime's start
+ * does.
  */
-static void spin_work(int ms, int wait)
+static void spin_work(int ms, int wait, int threaded)
 {
 	struct timespec ts;
 	unsigned long sum = 0;
+	pthread_t th;
 	double t0;
 
+	if (threaded && pthread_create(&th, NULL, nothing, NULL) == 0)
+		pthread_join(th, NULL);
 	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
 	t0 = (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 	do {
@@ -289,8 +302,8 @@ static void spin_work(int ms, int wait)
 			break;
 		usleep(10 * 1000);
 	}
-	printf("spin_sum_odd %lu\nspin_huge_kb %lu\nthreads %d\n", sum & 1,
-	       huge_kb_in(bigtext_start, bigtext_end), thread_count());
+	printf("spin_sum_odd %lu\nspin_huge_kb %lu\nthreads %d\nsingle_threaded %d\n", sum & 1,
+	       huge_kb_in(bigtext_start, bigtext_end), thread_count(), __libc_single_threaded);
 }
 
 int main(int argc, char **argv)
@@ -315,7 +328,8 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	if (argc > 2 && strcmp(argv[1], "spin") == 0) {
-		spin_work(atoi(argv[2]), argc > 3 ? atoi(argv[3]) : 0);
+		spin_work(atoi(argv[2]), argc > 3 ? atoi(argv[3]) : 0,
+			  argc > 4 && strcmp(argv[4], "threaded") == 0);
 		return 0;
 	}
 	if (argc > 2 && strcmp(argv[1], "closefrom") == 0)

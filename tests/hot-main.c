@@ -16,11 +16,15 @@
  * line, which defers, does not count): on a loaded
  * emulator the background thread may look long after MS, and the later
  * run must come after the first copy for a later pass to be seen.
+ * With HT_TEST_THREAD set, it first starts a thread of its own and joins
+ * it, as a runtime's start does (node, java): glibc is multi-threaded from
+ * then on, and the preload's deferred copy may have its thread.
  *   hot-main MS [LATER_MS LATER]
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
@@ -94,6 +98,20 @@ static void await_report(void)
 		usleep(20 * 1000);
 }
 
+static void *nothing(void *arg)
+{
+	return arg;
+}
+
+/* HT_TEST_THREAD: a thread of the program's own, made and joined first. */
+static void own_thread(void)
+{
+	pthread_t th;
+
+	if (getenv("HT_TEST_THREAD") && pthread_create(&th, NULL, nothing, NULL) == 0)
+		pthread_join(th, NULL);
+}
+
 int main(int argc, char **argv)
 {
 	double until = argc > 1 ? atof(argv[1]) : 1000;
@@ -110,6 +128,7 @@ int main(int argc, char **argv)
 	later_end = later + (4u << 20) < text ? later + (4u << 20) : text;
 	if (n > bigtext_count)
 		n = bigtext_count;
+	own_thread();
 	sink = run_first(&until);
 	if (later_ms > 0)
 		sink += run_until(later, until + later_ms);

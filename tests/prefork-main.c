@@ -11,8 +11,10 @@
  * the copies behind all processes.  The master prints its own line the
  * same way after the workers ended, while its copy (if any) still exists.
  *
- * "hot-workers N MS": first runs the functions of the text's first 4 MiB
- * (a whole 2 MiB page of it at least, wherever it loads)
+ * "hot-workers N MS": first starts a thread of its own and joins it (a
+ * server's start-up helper: glibc is multi-threaded from then on, so the
+ * preload's deferred copy has its thread), then runs the functions of the
+ * text's first 4 MiB (a whole 2 MiB page of it at least, wherever it loads)
  * until some of its text is on huge pages (a copy of what runs falls due
  * and takes them alone) or it has used 20 s of CPU time, then does as
  * "workers N MS".
@@ -35,6 +37,7 @@
 #define _GNU_SOURCE
 #endif
 #include <fcntl.h>
+#include <pthread.h>
 #include <spawn.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -183,6 +186,11 @@ static int threads(void)
 	return n;
 }
 
+static void *nothing(void *arg)
+{
+	return arg;
+}
+
 static int exec_child(char **argv)
 {
 	int st = 0;
@@ -237,7 +245,12 @@ int main(int argc, char **argv)
 	if (argc >= 4 && strcmp(argv[1], "workers") == 0)
 		return workers(atoi(argv[2]), atof(argv[3]));
 	if (argc >= 4 && strcmp(argv[1], "hot-workers") == 0) {
-		volatile unsigned long sink = run_head(20000);
+		volatile unsigned long sink;
+		pthread_t th;
+
+		if (pthread_create(&th, NULL, nothing, NULL) != 0 || pthread_join(th, NULL) != 0)
+			return 1;
+		sink = run_head(20000);
 
 		(void)sink;
 		return workers(atoi(argv[2]), atof(argv[3]));

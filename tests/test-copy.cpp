@@ -112,13 +112,59 @@ TEST_CASE("the cost model's wait (no HUGETEXT_COPY_AFTER_MS) is longer than a sh
 {
 	// 38 MiB of code: the model waits for well over a second of CPU time.
 	std::string report = temp_path("copy-model.json");
-	run_result r = run_auto({ pie(), "spin", "200" }, report);
+	run_result r = run_auto({ pie(), "spin", "200", "0", "threaded" }, report);
 
 	REQUIRE(r.status == 0);
 	auto lines = read_report(report);
 	REQUIRE(lines.size() == 1);
 	CHECK(lines[0]["error"] == deferred_error);
 	CHECK(line_value(r.out, "spin_huge_kb") == "0");
+	// The waiting thread, beside the program's (which it has joined).
+	CHECK(line_value(r.out, "threads") == "2");
+}
+
+TEST_CASE("a single-threaded program stays single-threaded: its deferred copy starts no thread",
+	  "[copy]")
+{
+	// The first thread puts glibc and libstdc++ in their multi-threaded ways
+	// for good (locks, atomic counts): a cost with nothing to show for it
+	// while the copy waits.  So the copy waits for the program's own first
+	// thread, or for a fork (test-prefork); here, 1.5 s of CPU time (the
+	// model's due time for 38 MiB) pass without either.
+	std::string report = temp_path("copy-single.json");
+	run_result plain = run_cmd({ pie(), "spin", "10" });
+	run_result r = run_auto({ pie(), "spin", "1800" }, report);
+
+	INFO(r.out << r.err);
+	REQUIRE(plain.status == 0);
+	REQUIRE(r.status == 0);
+	CHECK(line_value(plain.out, "single_threaded") == "1");
+	CHECK(line_value(r.out, "single_threaded") == "1");
+	CHECK(line_value(r.out, "threads") == "1");
+	CHECK(line_value(r.out, "spin_huge_kb") == "0");
+	auto lines = read_report(report);
+	REQUIRE(lines.size() == 1);
+	CHECK(lines[0]["error"] == deferred_error);
+}
+
+TEST_CASE("once the program starts a thread of its own, the deferred copy's thread starts and copies when due",
+	  "[copy]")
+{
+	// The model's wait (no HUGETEXT_COPY_AFTER_MS), counted from the start:
+	// about 1.5 s of CPU time for what the program runs (all of its 38 MiB).
+	std::string report = temp_path("copy-threaded.json");
+	run_result r = run_auto({ pie(), "spin", "3000", "30000", "threaded" }, report);
+
+	INFO(r.out << r.err);
+	REQUIRE(r.status == 0);
+	CHECK(line_value(r.out, "single_threaded") == "0");
+	auto lines = read_report(report);
+	REQUIRE(lines.size() == 2);
+	CHECK(lines[0]["error"] == deferred_error);
+	CHECK(lines[1]["status"] == "ok");
+	CHECK(num(lines[1], "bytes") >= 36ul << 20);
+	CHECK(std::stoul(line_value(r.out, "spin_huge_kb")) * 1024 == num(lines[1], "huge_bytes"));
+	CHECK(line_value(r.out, "threads") == "1");
 }
 
 TEST_CASE("HUGETEXT_COPY=never makes no copy and no thread; now copies before main()", "[copy]")

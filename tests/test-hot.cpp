@@ -498,7 +498,10 @@ static unsigned long value(const std::string &out, const std::string &key)
 static run_result run_plain_then_hot(const std::vector<std::string> &argv, const std::string &report,
 				     run_result &plain, const std::vector<std::string> &more = {})
 {
-	std::vector<std::string> env = { "HUGETEXT_COPY", "HUGETEXT_COPY_AFTER_MS", "HUGETEXT_COPY_HOT=1" };
+	// A thread of the program's own first: a single-threaded one gets no
+	// thread of ours (test-copy), so no copy but at a fork.
+	std::vector<std::string> env = { "HUGETEXT_COPY", "HUGETEXT_COPY_AFTER_MS", "HUGETEXT_COPY_HOT=1",
+					 "HT_TEST_THREAD=1" };
 
 	env.insert(env.end(), more.begin(), more.end());
 	unlink(report.c_str());
@@ -520,7 +523,8 @@ TEST_CASE("the preload's deferred copy of what runs waits for the hot part's cos
 	// build), main() may not have run all its 4 MiB by then, and what is
 	// hot then (one range at least) is what pays, and is copied.
 	std::string report = temp_path("hot-wait.json");
-	std::vector<std::string> env = preload_env(report, { "HUGETEXT_COPY", "HUGETEXT_COPY_AFTER_MS" });
+	std::vector<std::string> env =
+		preload_env(report, { "HUGETEXT_COPY", "HUGETEXT_COPY_AFTER_MS", "HT_TEST_THREAD=1" });
 	std::vector<std::string> argv = { build_path("tests/hot-main"), "1000" };
 
 	unlink(report.c_str());
