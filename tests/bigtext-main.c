@@ -327,6 +327,28 @@ int main(int argc, char **argv)
 		patch_work(atoi(argv[2]));
 		return 0;
 	}
+	/*
+	 * "threads": pthread_create() with an attribute the thread cannot have
+	 * (a 1 TiB stack) and with a good one; prints glibc's answers.
+	 */
+	if (argc > 1 && strcmp(argv[1], "threads") == 0) {
+		pthread_attr_t attr;
+		static int token;
+		pthread_t th;
+		void *back = NULL;
+		int bad, good;
+
+		pthread_attr_init(&attr);
+		pthread_attr_setstacksize(&attr, (size_t)1 << 40);
+		bad = pthread_create(&th, &attr, nothing, NULL);
+		pthread_attr_destroy(&attr);
+		good = pthread_create(&th, NULL, nothing, &token);
+		if (good == 0)
+			pthread_join(th, &back);
+		printf("bad_stack %s\ngood %s\nreturned %s\n", err_name(bad), err_name(good),
+		       back == &token ? "arg" : "other");
+		return 0;
+	}
 	if (argc > 2 && strcmp(argv[1], "spin") == 0) {
 		spin_work(atoi(argv[2]), argc > 3 ? atoi(argv[3]) : 0,
 			  argc > 4 && strcmp(argv[4], "threaded") == 0);

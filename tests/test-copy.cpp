@@ -147,6 +147,23 @@ TEST_CASE("a single-threaded program stays single-threaded: its deferred copy st
 	CHECK(lines[0]["error"] == deferred_error);
 }
 
+TEST_CASE("the preload's pthread_create() returns glibc's answer, error or thread, unchanged",
+	  "[copy]")
+{
+	std::string report = temp_path("copy-create.json");
+	run_result plain = run_cmd({ pie(), "threads" });
+	run_result r = run_auto({ pie(), "threads" }, report);
+
+	INFO(plain.out << r.out << r.err);
+	REQUIRE(plain.status == 0);
+	REQUIRE(r.status == 0);
+	CHECK(line_value(plain.out, "bad_stack") != "0");
+	CHECK(line_value(r.out, "bad_stack") == line_value(plain.out, "bad_stack"));
+	CHECK(line_value(r.out, "good") == "0");
+	CHECK(line_value(r.out, "returned") == "arg");
+	CHECK(r.err.empty());
+}
+
 TEST_CASE("once the program starts a thread of its own, the deferred copy's thread starts and copies when due",
 	  "[copy]")
 {
