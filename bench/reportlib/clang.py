@@ -146,6 +146,22 @@ def reread(out, cl):
     out.w()
 
 
+def paired_with_steady(out, rows):
+    """The second compile against the steady state's run of the same round (both keep warmed pages)."""
+    z, s = rows.get("zc_second") or {}, rows.get("steady") or {}
+    zv, sv = z.get("values") or [], s.get("values") or []
+    # A run that did not count leaves no value: the rounds would no longer pair.
+    if not zv or len(zv) != len(sv) or z.get("failed_runs") or s.get("failed_runs"):
+        return
+    rs = sorted(a / b for a, b in zip(zv, sv))
+    mid = rs[len(rs) // 2] if len(rs) % 2 else (rs[len(rs) // 2 - 1] + rs[len(rs) // 2]) / 2
+    out.w(f"The second compile against the steady state's run of the same round (the same state: the libraries "
+          f"in warmed 2 MiB page-cache pages, nothing copied), round by round: median {mid:.3f}x its time "
+          f"[{rs[0]:.3f}–{rs[-1]:.3f}] over {len(rs)} rounds. Pairing removes the machine's drift between rounds; "
+          "the spread left is the runs' own noise.")
+    out.w()
+
+
 def zero_config(out, cl):
     """What the text service did between the first and second compiles, and its cache's memory."""
     served = cl.get("zc_served") or []
@@ -164,6 +180,7 @@ def zero_config(out, cl):
     for line in sorted({x for s in served for x in s.get("filled", []) + s.get("refused", [])})[:4]:
         out.w(f"- {line}")
     out.w()
+    paired_with_steady(out, cl.get("rows") or {})
     m = cl.get("zc_memory") or {}
     if m:
         out.w(f"The shared cache's default limit on this machine: {m.get('limit', 0) / mib:.0f} MiB "
