@@ -329,7 +329,8 @@ int main(int argc, char **argv)
 	}
 	/*
 	 * "threads": pthread_create() with an attribute the thread cannot have
-	 * (a 1 TiB stack) and with a good one; prints glibc's answers.
+	 * (a 256 TiB stack: more than a process's address space, whatever the
+	 * overcommit setting) and with a good one; prints glibc's answers.
 	 */
 	if (argc > 1 && strcmp(argv[1], "threads") == 0) {
 		pthread_attr_t attr;
@@ -339,7 +340,7 @@ int main(int argc, char **argv)
 		int bad, good;
 
 		pthread_attr_init(&attr);
-		pthread_attr_setstacksize(&attr, (size_t)1 << 40);
+		pthread_attr_setstacksize(&attr, (size_t)1 << 48);
 		bad = pthread_create(&th, &attr, nothing, NULL);
 		pthread_attr_destroy(&attr);
 		good = pthread_create(&th, NULL, nothing, &token);
