@@ -399,8 +399,14 @@ static int cache_move_in(const struct ht_options *opt, int dirfd, int tmpfs, con
 	}
 	if (err < 0)
 		return err == -ENOENT ? refuse(r, "cache entry vanished", err) : err;
-	/* A background move: the program runs meanwhile and may have written its code. */
-	if (src->unchanged && !src->unchanged(src, span, copy)) {
+	/*
+	 * A background move: the program runs meanwhile and may have written
+	 * its code; and no mprotect() of its may come between the check and
+	 * the swap.
+	 */
+	if (src->unchanged &&
+	    (ht_window_open() < 0 || !src->unchanged(src, span, copy) || !ht_window_intact())) {
+		ht_window_close();
 		ht_sys_unmap(copy, span.end - span.start);
 		return refuse(r, "the code changed while the cache entry was mapped", -EBUSY);
 	}
@@ -408,6 +414,8 @@ static int cache_move_in(const struct ht_options *opt, int dirfd, int tmpfs, con
 	r->mode = tmpfs ? HT_MODE_THP : HT_MODE_EXPLICIT;
 	r->huge_bytes = span.end - span.start;
 	err = ht_swap_in(copy, span, src, r);
+	if (src->unchanged)
+		ht_window_close();
 	if (err < 0)
 		return refuse(r, "cannot swap the cache entry in", err);
 	return 0;

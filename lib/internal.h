@@ -113,6 +113,25 @@ extern __thread int ht_lock_held;
 /* Take and drop ht_lock; the first take makes fork() safe for it. */
 void ht_lock_acquire(void);
 void ht_lock_release(void);
+/*
+ * The swap window of a background move: from the check that the program
+ * left its code alone to the swap.  A program's mprotect() must not fall
+ * inside it (a page made writable there would be swapped back read-only),
+ * so the preload's mprotect() waits while it is open
+ * (ht_mprotect_begin/end), and opening it waits for the calls already
+ * under way.  ht_window_open() returns 0, or -1 when a call did not end
+ * within 50 ms (a signal handler that interrupted one and called
+ * mprotect() itself waits for the window): the window is closed again
+ * and the move must give up.  Both waits are bounded: a call waits 100 ms
+ * at most (the move may be stuck behind a lock the caller holds, such as
+ * an allocator's), then goes on, and ht_window_intact(), asked just
+ * before the swap, is then false: the move gives up.
+ */
+int ht_window_open(void);
+int ht_window_intact(void);
+void ht_window_close(void);
+void ht_mprotect_begin(void);
+void ht_mprotect_end(void);
 /* ht_remap with the lock held; @dso_bre selects one library, iodlr-style. */
 int ht_remap_locked(const struct ht_options *opt, const char *dso_bre,
 		    struct ht_region *regions, size_t max, size_t *count);

@@ -3,7 +3,9 @@
 #include "internal.h"
 #include "sys.h"
 
+#include <errno.h>
 #include <pthread.h>
+#include <time.h>
 
 /* One remap at a time: the maps we read must stay true while we act on them. */
 pthread_mutex_t ht_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -41,6 +43,70 @@ static void register_atfork(void)
 }
 
 __thread int ht_lock_held;
+
+/* The swap window (internal.h): a Dekker pair, both sides sequentially consistent. */
+static int window_is_open, calls_under_way;
+/* Calls that stopped waiting and went on while the window was open; at its opening. */
+static unsigned calls_gone_on, gone_on_at_open;
+
+static void pause_briefly(void)
+{
+	struct timespec ts = { 0, 50 * 1000 };
+
+	ht_libc()->nanosleep(&ts, NULL);
+}
+
+int ht_window_open(void)
+{
+	gone_on_at_open = __atomic_load_n(&calls_gone_on, __ATOMIC_SEQ_CST);
+	__atomic_store_n(&window_is_open, 1, __ATOMIC_SEQ_CST);
+	for (int waited = 0; __atomic_load_n(&calls_under_way, __ATOMIC_SEQ_CST) > 0; waited++) {
+		if (waited >= 1000) {
+			ht_window_close();
+			return -1;
+		}
+		pause_briefly();
+	}
+	return 0;
+}
+
+int ht_window_intact(void)
+{
+	return __atomic_load_n(&calls_gone_on, __ATOMIC_SEQ_CST) == gone_on_at_open;
+}
+
+void ht_window_close(void)
+{
+	__atomic_store_n(&window_is_open, 0, __ATOMIC_SEQ_CST);
+}
+
+void ht_mprotect_begin(void)
+{
+	int saved;
+
+	__atomic_add_fetch(&calls_under_way, 1, __ATOMIC_SEQ_CST);
+	if (!__atomic_load_n(&window_is_open, __ATOMIC_SEQ_CST))
+		return;
+	/* Open: step back, let the move finish its swap, then go on. */
+	saved = errno;
+	for (int waited = 0; __atomic_load_n(&window_is_open, __ATOMIC_SEQ_CST);) {
+		if (waited >= 2000) {
+			/* 100 ms: the move may wait for a lock of ours; go on, and it gives up. */
+			__atomic_add_fetch(&calls_gone_on, 1, __ATOMIC_SEQ_CST);
+			break;
+		}
+		__atomic_sub_fetch(&calls_under_way, 1, __ATOMIC_SEQ_CST);
+		while (__atomic_load_n(&window_is_open, __ATOMIC_SEQ_CST) && waited++ < 2000)
+			pause_briefly();
+		__atomic_add_fetch(&calls_under_way, 1, __ATOMIC_SEQ_CST);
+	}
+	errno = saved;
+}
+
+void ht_mprotect_end(void)
+{
+	__atomic_sub_fetch(&calls_under_way, 1, __ATOMIC_SEQ_CST);
+}
 
 void ht_lock_acquire(void)
 {

@@ -28,6 +28,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -427,6 +428,28 @@ __attribute__((visibility("default"))) int pthread_create(pthread_t *th, const p
 		errno = saved;
 	}
 	return err;
+}
+
+/*
+ * mprotect(): a hot patcher makes a page of its code writable, then writes
+ * it.  Between a background move's last check of the code and its swap
+ * that would be undone (the page swapped back read-only, the next write a
+ * SIGSEGV), so the call waits while that window is open (lib/lock.c).
+ * The library's own calls go to libc directly (sys.c) and never wait.
+ */
+__attribute__((visibility("default"))) int mprotect(void *addr, size_t len, int prot)
+{
+	static int (*fn)(void *, size_t, int);
+	int ret;
+
+	if (!fn)
+		fn = (int (*)(void *, size_t, int))dlsym(RTLD_NEXT, "mprotect");
+	if (!fn)
+		return errno = ENOSYS, -1;
+	ht_mprotect_begin();
+	ret = fn(addr, len, prot);
+	ht_mprotect_end();
+	return ret;
 }
 
 __attribute__((visibility("default"))) int unshare(int flags)

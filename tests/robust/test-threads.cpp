@@ -23,6 +23,7 @@
 
 extern "C" {
 #include "hugetext.h"
+#include "internal.h"
 #include "sys.h"
 }
 
@@ -360,4 +361,94 @@ TEST_CASE("fork and exec under the preload: parent, child and exec'd program all
 	CHECK(ok[0]["object"].find("forker") != std::string::npos);
 	CHECK(ok[1]["object"].find("bigtext-nopie") != std::string::npos);
 	CHECK(ok[0]["pid"] != ok[1]["pid"]);
+}
+
+// --- the swap window (lib/lock.c): a background move's check-to-swap
+// moment, which a program's mprotect() (through the preload) must not
+// enter ---
+
+namespace {
+
+// Runs @fn in a thread; done() says whether it has returned.
+struct side {
+	std::atomic<bool> finished{ false };
+	std::atomic<int> result{ 0 };
+	std::thread t;
+	template <class F> explicit side(F fn)
+		: t([this, fn] {
+			  result = fn();
+			  finished = true;
+		  })
+	{
+	}
+	~side() { t.join(); }
+	bool done() const { return finished.load(); }
+};
+
+bool within(const std::atomic<bool> &flag, int ms)
+{
+	for (int i = 0; i < ms && !flag.load(); i++)
+		usleep(1000);
+	return flag.load();
+}
+
+} // namespace
+
+TEST_CASE("the swap window opens only once the mprotect() calls under way have ended", "[threads][window]")
+{
+	ht_mprotect_begin();
+	side opener([] { return ht_window_open(); });
+	usleep(20 * 1000);
+	CHECK_FALSE(opener.done());
+	ht_mprotect_end();
+	REQUIRE(within(opener.finished, 2000));
+	CHECK(opener.result == 0);
+	CHECK(ht_window_intact());
+	ht_window_close();
+}
+
+TEST_CASE("an mprotect() that comes while the window is open waits until it closes", "[threads][window]")
+{
+	REQUIRE(ht_window_open() == 0);
+	side caller([] {
+		ht_mprotect_begin();
+		ht_mprotect_end();
+		return 0;
+	});
+	usleep(20 * 1000);
+	CHECK_FALSE(caller.done());
+	CHECK(ht_window_intact());
+	ht_window_close();
+	CHECK(within(caller.finished, 2000));
+}
+
+TEST_CASE("a call that never ends keeps the window shut: the move gives up after 50 ms", "[threads][window]")
+{
+	ht_mprotect_begin();
+	CHECK(ht_window_open() == -1);
+	// Closed again: another call goes through at once.
+	side caller([] {
+		ht_mprotect_begin();
+		ht_mprotect_end();
+		return 0;
+	});
+	CHECK(within(caller.finished, 2000));
+	ht_mprotect_end();
+}
+
+TEST_CASE("a call kept waiting 100 ms goes on, and the window is no longer intact", "[threads][window]")
+{
+	REQUIRE(ht_window_open() == 0);
+	side caller([] {
+		ht_mprotect_begin();
+		ht_mprotect_end();
+		return 0;
+	});
+	// A move stuck behind a lock the caller holds: the caller must not hang.
+	CHECK(within(caller.finished, 5000));
+	CHECK_FALSE(ht_window_intact());
+	ht_window_close();
+	REQUIRE(ht_window_open() == 0);
+	CHECK(ht_window_intact());
+	ht_window_close();
 }
