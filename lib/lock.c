@@ -14,6 +14,8 @@ __thread int ht_in_background;
 int (*ht_defer_copy)(const struct ht_options *, const struct ht_seg_query *, size_t);
 double ht_budget_origin_ms;
 static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
+/* The swap window's state (below); a child of fork() starts with it closed and idle. */
+static int window_is_open, calls_under_way;
 
 /*
  * fork() copies a mutex held by another thread as held forever.  The lock
@@ -30,6 +32,9 @@ static void fresh_lock_in_child(void)
 
 	pthread_mutex_init(&ht_lock, NULL);
 	ht_forked_child = 1;
+	/* No move of the parent's runs here: its window must not hold our mprotect() calls. */
+	window_is_open = 0;
+	calls_under_way = 0;
 	/* A copy the parent was building is of no use here: give its pages back. */
 	if (copy && len) {
 		ht_in_flight.len = 0;
@@ -45,7 +50,6 @@ static void register_atfork(void)
 __thread int ht_lock_held;
 
 /* The swap window (internal.h): a Dekker pair, both sides sequentially consistent. */
-static int window_is_open, calls_under_way;
 /* Calls that stopped waiting and went on while the window was open; at its opening. */
 static unsigned calls_gone_on, gone_on_at_open;
 

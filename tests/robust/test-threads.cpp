@@ -452,3 +452,29 @@ TEST_CASE("a call kept waiting 100 ms goes on, and the window is no longer intac
 	CHECK(ht_window_intact());
 	ht_window_close();
 }
+
+TEST_CASE("a child forked while the window is open finds it closed: its mprotect() calls do not wait", "[threads][window]")
+{
+	// The first take of the lock registers the library's fork handlers.
+	ht_lock_acquire();
+	ht_lock_release();
+	REQUIRE(ht_window_open() == 0);
+	pid_t pid = fork();
+	if (pid == 0) {
+		struct timespec a, b;
+		clock_gettime(CLOCK_MONOTONIC, &a);
+		for (int i = 0; i < 10; i++) {
+			ht_mprotect_begin();
+			ht_mprotect_end();
+		}
+		clock_gettime(CLOCK_MONOTONIC, &b);
+		double ms = (double)(b.tv_sec - a.tv_sec) * 1e3 + (double)(b.tv_nsec - a.tv_nsec) / 1e6;
+		_exit(ms < 50 && ht_window_intact() ? 0 : 1);
+	}
+	int st = 0;
+	REQUIRE(pid > 0);
+	REQUIRE(waitpid(pid, &st, 0) == pid);
+	ht_window_close();
+	CHECK(WIFEXITED(st));
+	CHECK(WEXITSTATUS(st) == 0);
+}
