@@ -7,7 +7,7 @@ and whether its text is moved at all.  Over all of them: the distinct 2 MiB
 physical pages (from /proc/PID/pagemap; root only) that back those huge
 mappings, which counts a page shared through fork once, however many
 processes map it.  Prints one JSON object."""
-import json, os, struct, sys
+import errno, json, os, struct, sys
 
 HUGE_KEYS = ("AnonHugePages", "ShmemPmdMapped", "FilePmdMapped",
              "Private_Hugetlb", "Shared_Hugetlb")
@@ -57,7 +57,11 @@ def huge_pfns(pid, ranges):
             start = (a + (2 << 20) - 1) & ~((2 << 20) - 1)
             for va in range(start, b - (2 << 20) + 1, 2 << 20):
                 f.seek(va // 4096 * 8)
-                ents = struct.unpack("512Q", f.read(512 * 8))
+                buf = f.read(512 * 8)
+                if len(buf) != 512 * 8:
+                    # The process ended while it was read: counted as gone, as one that ended before.
+                    raise OSError(errno.ENOENT, os.strerror(errno.ENOENT))
+                ents = struct.unpack("512Q", buf)
                 first = ents[0] & ((1 << 55) - 1)
                 if not all(e >> 63 for e in ents) or first == 0 or first % 512:
                     continue
