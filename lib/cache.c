@@ -399,14 +399,8 @@ static int cache_move_in(const struct ht_options *opt, int dirfd, int tmpfs, con
 	}
 	if (err < 0)
 		return err == -ENOENT ? refuse(r, "cache entry vanished", err) : err;
-	/*
-	 * A background move: the program runs meanwhile and may have written
-	 * its code; and no mprotect() of its may come between the check and
-	 * the swap.
-	 */
-	if (src->unchanged &&
-	    (ht_window_open() < 0 || !src->unchanged(src, span, copy) || !ht_window_intact())) {
-		ht_window_close();
+	/* A background move: the program runs meanwhile and may have written its code. */
+	if (src->unchanged && !ht_window_checked(src, span, copy)) {
 		ht_sys_unmap(copy, span.end - span.start);
 		return refuse(r, "the code changed while the cache entry was mapped", -EBUSY);
 	}

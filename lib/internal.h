@@ -132,6 +132,13 @@ int ht_window_intact(void);
 void ht_window_close(void);
 void ht_mprotect_begin(void);
 void ht_mprotect_end(void);
+/*
+ * A background move's last step before its swap: opens the swap window
+ * (above) and checks the code with src->unchanged.  Returns 1 with
+ * the window open (the caller closes it after the swap), 0 with it closed
+ * (the move gives up).
+ */
+int ht_window_checked(const struct ht_source *src, struct ht_span span, const char *copy);
 /* ht_remap with the lock held; @dso_bre selects one library, iodlr-style. */
 int ht_remap_locked(const struct ht_options *opt, const char *dso_bre,
 		    struct ht_region *regions, size_t max, size_t *count);

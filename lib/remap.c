@@ -419,15 +419,7 @@ static int move_with(const struct ht_options *opt, enum ht_mode mode, struct ht_
 	err = build_copy(opt, mode, &span, src, &copy, r);
 	if (err < 0)
 		return err;
-	/* The program runs beside a background move: no mprotect() from the check to the swap. */
-	if (src->unchanged && (ht_window_open() < 0 || !src->unchanged(src, span, copy))) {
-		ht_window_close();
-		drop_copy(copy, span.end - span.start);
-		r->huge_bytes = 0;
-		return fail(r, HT_E_CHANGED, -EBUSY);
-	}
-	if (src->unchanged && !ht_window_intact()) {
-		ht_window_close();
+	if (src->unchanged && !ht_window_checked(src, span, copy)) {
 		drop_copy(copy, span.end - span.start);
 		r->huge_bytes = 0;
 		return fail(r, HT_E_CHANGED, -EBUSY);

@@ -105,6 +105,16 @@ int ht_code_unchanged(const struct ht_source *src, struct ht_span span, const ch
 	return written_pages_match(span, mapped, copy);
 }
 
+int ht_window_checked(const struct ht_source *src, struct ht_span span, const char *copy)
+{
+	if (ht_window_open() < 0)
+		return 0;
+	if (src->unchanged(src, span, copy) && ht_window_intact())
+		return 1;
+	ht_window_close();
+	return 0;
+}
+
 /*
  * Replaces each moved region's huge_bytes with what the kernel shows:
  * PAGEMAP_SCAN walks only the region; where the kernel lacks it, one read

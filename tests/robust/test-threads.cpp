@@ -385,6 +385,14 @@ struct side {
 	bool done() const { return finished.load(); }
 };
 
+// One mprotect() call's part in the window, as the preload's wrapper plays it.
+int one_call()
+{
+	ht_mprotect_begin();
+	ht_mprotect_end();
+	return 0;
+}
+
 bool within(const std::atomic<bool> &flag, int ms)
 {
 	for (int i = 0; i < ms && !flag.load(); i++)
@@ -410,11 +418,7 @@ TEST_CASE("the swap window opens only once the mprotect() calls under way have e
 TEST_CASE("an mprotect() that comes while the window is open waits until it closes", "[threads][window]")
 {
 	REQUIRE(ht_window_open() == 0);
-	side caller([] {
-		ht_mprotect_begin();
-		ht_mprotect_end();
-		return 0;
-	});
+	side caller(one_call);
 	usleep(20 * 1000);
 	CHECK_FALSE(caller.done());
 	CHECK(ht_window_intact());
@@ -427,11 +431,7 @@ TEST_CASE("a call that never ends keeps the window shut: the move gives up after
 	ht_mprotect_begin();
 	CHECK(ht_window_open() == -1);
 	// Closed again: another call goes through at once.
-	side caller([] {
-		ht_mprotect_begin();
-		ht_mprotect_end();
-		return 0;
-	});
+	side caller(one_call);
 	CHECK(within(caller.finished, 2000));
 	ht_mprotect_end();
 }
@@ -439,11 +439,7 @@ TEST_CASE("a call that never ends keeps the window shut: the move gives up after
 TEST_CASE("a call kept waiting 100 ms goes on, and the window is no longer intact", "[threads][window]")
 {
 	REQUIRE(ht_window_open() == 0);
-	side caller([] {
-		ht_mprotect_begin();
-		ht_mprotect_end();
-		return 0;
-	});
+	side caller(one_call);
 	// A move stuck behind a lock the caller holds: the caller must not hang.
 	CHECK(within(caller.finished, 5000));
 	CHECK_FALSE(ht_window_intact());
