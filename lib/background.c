@@ -27,6 +27,9 @@ enum { BG_NONE, BG_STARTING, BG_WAITING, BG_RUNNING, BG_REFUSED };
  * The copy's cost, measured here (bench/run.sh --only clang, startup):
  * getting, zeroing and filling 2 MiB pages costs about 1-2 ms of CPU per
  * MiB, and the huge pages give back about 5% of the CPU time that follows.
+ * That cost is mostly this VM's host backing fresh memory again (the
+ * machine table of docs/benchmarks.md); elsewhere a copy costs about a
+ * tenth, and the wait below is longer than it need be: never too short.
  * So a copy of N MiB pays once the program runs on for about 20 x 2 x N
  * ms; waiting that long first (the ski-rental rule) bounds what a run
  * that ends just after the copy can lose, and a shorter run pays nothing.

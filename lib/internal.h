@@ -48,6 +48,19 @@ void ht_report_note(const struct ht_options *opt, const char *msg);
 
 /* --- remap.c: the move of one span --- */
 
+/*
+ * Memory for the check in the swap window (ht_window_checked), mapped
+ * before the window opens: a program's allocator may wait on the window
+ * while it holds its own lock, so the check must not call it.
+ */
+struct ht_check_mem {
+	char *maps;        /* room for /proc/self/maps */
+	size_t maps_cap;
+	uint64_t *pagemap; /* room for the span's pagemap entries */
+	size_t pages;
+	size_t len;        /* the whole mapping, from maps */
+};
+
 /* Where the bytes of a span come from and what sits at its end. */
 struct ht_source {
 	int fd;            /* the object's file when its pages are clean, else -1 */
@@ -59,7 +72,8 @@ struct ht_source {
 	 * NULL, or asked just before the swap whether the code is still what
 	 * the copy holds (the program runs meanwhile in a background move).
 	 */
-	int (*unchanged)(const struct ht_source *src, struct ht_span span, const char *copy);
+	int (*unchanged)(const struct ht_source *src, struct ht_span span, const char *copy,
+			 const struct ht_check_mem *m);
 	const void *ctx;   /* for unchanged() */
 };
 

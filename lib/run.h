@@ -58,7 +58,8 @@ struct ht_recheck {
 	const struct ht_seg_plan *p;
 };
 int ht_open_clean_source(const struct ht_seg_plan *p);
-int ht_code_unchanged(const struct ht_source *src, struct ht_span span, const char *copy);
+int ht_code_unchanged(const struct ht_source *src, struct ht_span span, const char *copy,
+		      const struct ht_check_mem *m);
 void ht_verify(struct run *r);
 
 /* --- pagecache.c --- */

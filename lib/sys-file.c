@@ -113,6 +113,41 @@ int ht_sys_read_file(const char *path, char **buf, size_t *len)
 	return err;
 }
 
+ssize_t ht_sys_read_file_into(const char *path, char *buf, size_t cap)
+{
+	int fd = cap ? ht_sys_open(path, O_RDONLY, 0) : -EINVAL;
+	size_t used = 0;
+	ssize_t err = 0;
+
+	if (fd < 0)
+		return fd;
+	for (;;) {
+		ssize_t n;
+
+		if (used == cap - 1) {
+			/* Full: it fits only if the file ends here. */
+			char c;
+
+			n = ht_sys.read(fd, &c, 1);
+			err = n == 0 ? 0 : -EFBIG;
+			break;
+		}
+		n = ht_sys.read(fd, buf + used, cap - 1 - used);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			err = n < 0 ? ht_sys_neg_errno() : 0;
+			break;
+		}
+		used += (size_t)n;
+	}
+	ht_sys.close(fd);
+	if (err < 0)
+		return err;
+	buf[used] = '\0';
+	return (ssize_t)used;
+}
+
 int ht_sys_openat(int dirfd, const char *path, int flags, mode_t mode)
 {
 	int fd = ht_sys.openat(dirfd, path, flags | O_CLOEXEC, mode);

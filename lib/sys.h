@@ -213,6 +213,11 @@ int ht_sys_fstatfs(int fd, struct statfs *st);
 
 /* Read a whole (proc) file into a malloc'ed, NUL-terminated buffer. */
 int ht_sys_read_file(const char *path, char **buf, size_t *len);
+/*
+ * The same into @buf of @cap bytes, NUL-terminated, without the allocator:
+ * its length, or -EFBIG when it does not fit.
+ */
+ssize_t ht_sys_read_file_into(const char *path, char *buf, size_t cap);
 
 /* posix_fadvise(POSIX_FADV_DONTNEED): drops the clean, unmapped cached pages. */
 int ht_sys_drop_cached(int fd, uint64_t off, size_t len);

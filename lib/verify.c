@@ -14,17 +14,24 @@
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 
-/* The pagemap entries of the @n pages from @start, malloc'ed; NULL if unreadable. */
-static uint64_t *read_pagemap(uintptr_t start, size_t n)
+/* The pagemap entries of the @n pages from @start into @pm; 0, or -1 if unreadable. */
+static int read_pagemap_into(uint64_t *pm, uintptr_t start, size_t n)
 {
 	size_t bytes = n * sizeof(uint64_t);
-	uint64_t *pm = n ? malloc(bytes) : NULL;
-	int fd = pm ? ht_sys_open("/proc/self/pagemap", O_RDONLY, 0) : -1;
+	int fd = ht_sys_open("/proc/self/pagemap", O_RDONLY, 0);
 	ssize_t got = fd >= 0 ? ht_sys_pread_full(fd, pm, bytes, (off_t)(start / HT_PAGE * sizeof(*pm))) : -1;
 
 	if (fd >= 0)
 		ht_sys_close(fd);
-	if (got != (ssize_t)bytes) {
+	return got == (ssize_t)bytes ? 0 : -1;
+}
+
+/* The same, malloc'ed; NULL if unreadable. */
+static uint64_t *read_pagemap(uintptr_t start, size_t n)
+{
+	uint64_t *pm = n ? malloc(n * sizeof(uint64_t)) : NULL;
+
+	if (pm && read_pagemap_into(pm, start, n) < 0) {
 		free(pm);
 		return NULL;
 	}
@@ -67,52 +74,81 @@ static int same_plan(const struct ht_seg_plan *a, const struct ht_seg_plan *b)
 }
 
 /* Every page the program wrote (pagemap) must hold what the copy holds. */
-static int written_pages_match(struct ht_span span, size_t mapped, const char *copy)
+static int written_pages_match(struct ht_span span, size_t mapped, const char *copy,
+			       const struct ht_check_mem *m)
 {
 	size_t n = mapped / HT_PAGE;
-	uint64_t *pm = read_pagemap(span.start, n);
-	int same = pm != NULL;
 
-	for (size_t i = 0; same && i < n; i++)
-		if (ht_pagemap_written(pm[i]))
-			same = memcmp(copy + i * HT_PAGE, (const char *)span.start + i * HT_PAGE, HT_PAGE) == 0;
-	free(pm);
-	return same;
+	if (n > m->pages || read_pagemap_into(m->pagemap, span.start, n) < 0)
+		return 0;
+	for (size_t i = 0; i < n; i++)
+		if (ht_pagemap_written(m->pagemap[i]) &&
+		    memcmp(copy + i * HT_PAGE, (const char *)span.start + i * HT_PAGE, HT_PAGE) != 0)
+			return 0;
+	return 1;
 }
 
 /*
  * The program ran while the copy was made: it may have made its code
  * writable (mprotect), or written to it (a debugger's breakpoint, a hot
  * patch).  The maps must plan the same span as before, and each page
- * written since must equal the copy.  What remains is the moment between
- * this check and the swap.
+ * written since must equal the copy.  It runs in the swap window, which
+ * holds the program's mprotect() calls, so it reads into @m and never
+ * calls the allocator (whose lock such a call may hold).
  */
-int ht_code_unchanged(const struct ht_source *src, struct ht_span span, const char *copy)
+int ht_code_unchanged(const struct ht_source *src, struct ht_span span, const char *copy,
+		      const struct ht_check_mem *m)
 {
 	const struct ht_recheck *rc = src->ctx;
 	struct ht_seg_plan now;
-	size_t len, mapped;
-	char *maps;
-	int err;
+	size_t mapped;
+	ssize_t len = ht_sys_read_file_into("/proc/self/maps", m->maps, m->maps_cap);
 
-	if (ht_sys_read_file("/proc/self/maps", &maps, &len) < 0)
-		return 0;
-	err = ht_plan_segment(maps, len, rc->q, HT_HUGE_PAGE_SIZE, &now);
-	free(maps);
-	if (err < 0 || !same_plan(&now, rc->p))
+	if (len < 0 || ht_plan_segment(m->maps, (size_t)len, rc->q, HT_HUGE_PAGE_SIZE, &now) < 0 ||
+	    !same_plan(&now, rc->p))
 		return 0;
 	mapped = src->mapped < span.end - span.start ? src->mapped : span.end - span.start;
-	return written_pages_match(span, mapped, copy);
+	return written_pages_match(span, mapped, copy, m);
+}
+
+/*
+ * Room for the maps of the largest process (vm.max_map_count's 65530
+ * lines of up to about 150 bytes) and the span's pagemap.  MAP_NORESERVE:
+ * only what a read touches costs memory.
+ */
+#define CHECK_MAPS_CAP (16UL << 20)
+
+static int check_mem_get(struct ht_check_mem *m, struct ht_span span)
+{
+	size_t pages = (span.end - span.start) / HT_PAGE;
+	size_t pm_bytes = (pages * sizeof(uint64_t) + HT_PAGE - 1) & ~(HT_PAGE - 1);
+	void *p;
+
+	if (ht_sys_map_anon(CHECK_MAPS_CAP + pm_bytes, HT_PAGE, 0, &p) < 0)
+		return -1;
+	m->maps = p;
+	m->maps_cap = CHECK_MAPS_CAP;
+	m->pagemap = (uint64_t *)((char *)p + CHECK_MAPS_CAP);
+	m->pages = pages;
+	m->len = CHECK_MAPS_CAP + pm_bytes;
+	return 0;
 }
 
 int ht_window_checked(const struct ht_source *src, struct ht_span span, const char *copy)
 {
-	if (ht_window_open() < 0)
+	struct ht_check_mem m;
+	int ok;
+
+	if (check_mem_get(&m, span) < 0)
 		return 0;
-	if (src->unchanged(src, span, copy) && ht_window_intact())
-		return 1;
-	ht_window_close();
-	return 0;
+	ok = ht_window_open() == 0;
+	if (ok && !(src->unchanged(src, span, copy, &m) && ht_window_intact())) {
+		ht_window_close();
+		ok = 0;
+	}
+	/* munmap(), not free(): the window may still be open. */
+	ht_sys_unmap(m.maps, m.len);
+	return ok;
 }
 
 /*

@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <csignal>
 #include <cstring>
+#include <fcntl.h>
 #include <pthread.h>
 #include <string>
 #include <sys/mman.h>
@@ -24,7 +25,39 @@
 extern "C" {
 #include "hugetext.h"
 #include "internal.h"
+#include "run.h"
 #include "sys.h"
+}
+
+// The library's (and this file's) calls of the allocator, counted on the
+// thread that asks (meson links this test with --wrap for the three).
+namespace {
+thread_local bool counting;
+std::atomic<int> allocator_calls{ 0 };
+} // namespace
+
+extern "C" {
+void *__real_malloc(size_t n);
+void *__real_calloc(size_t n, size_t size);
+void *__real_realloc(void *p, size_t n);
+void *__wrap_malloc(size_t n)
+{
+	if (counting)
+		allocator_calls++;
+	return __real_malloc(n);
+}
+void *__wrap_calloc(size_t n, size_t size)
+{
+	if (counting)
+		allocator_calls++;
+	return __real_calloc(n, size);
+}
+void *__wrap_realloc(void *p, size_t n)
+{
+	if (counting)
+		allocator_calls++;
+	return __real_realloc(p, n);
+}
 }
 
 extern "C" const char *test_skip_reason(void)
@@ -473,4 +506,135 @@ TEST_CASE("a child forked while the window is open finds it closed: its mprotect
 	ht_window_close();
 	CHECK(WIFEXITED(st));
 	CHECK(WEXITSTATUS(st) == 0);
+}
+
+namespace {
+
+// 2 MiB and a half of "code" from a file, at a 2 MiB address, with free
+// space after it: a span the planner takes, as a background move sees it.
+struct file_code {
+	static constexpr size_t M2 = 2UL << 20;
+	std::string path = temp_path("window-code.bin");
+	size_t len = M2 + M2 / 2;
+	char *at = nullptr;
+	file_code()
+	{
+		std::vector<char> buf(len);
+		for (size_t i = 0; i < len; i++)
+			buf[i] = (char)(i * 7 + i / 4096);
+		int fd = open(path.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+		REQUIRE(fd >= 0);
+		REQUIRE(write(fd, buf.data(), len) == (ssize_t)len);
+		void *r = mmap(nullptr, 3 * M2, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		REQUIRE(r != MAP_FAILED);
+		uintptr_t a = ((uintptr_t)r + M2 - 1) & ~(M2 - 1);
+		void *m = mmap((void *)a, len, PROT_READ | PROT_EXEC, MAP_PRIVATE | MAP_FIXED, fd, 0);
+		close(fd);
+		REQUIRE(m != MAP_FAILED);
+		at = static_cast<char *>(m);
+		munmap(at + len, (uintptr_t)r + 3 * M2 - (uintptr_t)(at + len));
+		if (a > (uintptr_t)r)
+			munmap(r, a - (uintptr_t)r);
+	}
+	~file_code()
+	{
+		munmap(at, len);
+		unlink(path.c_str());
+	}
+};
+
+// ht_window_checked() on @c's span against @copy, counting the allocator.
+int checked_counting(file_code &c, const std::vector<char> &copy, int *calls)
+{
+	ht_seg_query q{};
+	q.start = (uintptr_t)c.at;
+	q.end = (uintptr_t)c.at + c.len;
+	std::string maps = read_file("/proc/self/maps");
+	ht_seg_plan p{};
+	REQUIRE(ht_plan_segment(maps.data(), maps.size(), &q, file_code::M2, &p) == 0);
+	REQUIRE(p.span.start == q.start);
+	REQUIRE(p.span.end - p.span.start <= copy.size());
+	ht_recheck rc{ &q, &p };
+	ht_source src{};
+	src.fd = -1;
+	src.mapped = p.mapped;
+	src.unchanged = ht_code_unchanged;
+	src.ctx = &rc;
+	allocator_calls = 0;
+	counting = true;
+	int ok = ht_window_checked(&src, p.span, copy.data());
+	counting = false;
+	*calls = allocator_calls.load();
+	return ok;
+}
+
+} // namespace
+
+TEST_CASE("the check in the swap window calls no allocator, whose lock an mprotect() held there may hold", "[threads][window]")
+{
+	file_code c;
+	std::vector<char> copy(2 * file_code::M2, 0);
+	memcpy(copy.data(), c.at, c.len);
+	int calls = -1;
+
+	// The counting reaches the library: reading a file the usual way mallocs.
+	char *buf = nullptr;
+	size_t len = 0;
+	allocator_calls = 0;
+	counting = true;
+	REQUIRE(ht_sys_read_file("/proc/self/maps", &buf, &len) == 0);
+	counting = false;
+	free(buf);
+	REQUIRE(allocator_calls.load() >= 1);
+
+	// Unchanged code: the check passes with the window left open for the swap.
+	CHECK(checked_counting(c, copy, &calls) == 1);
+	CHECK(calls == 0);
+	std::atomic<bool> went{ false };
+	{
+		side call([&] {
+			one_call();
+			went = true;
+			return 0;
+		});
+		CHECK_FALSE(within(went, 20));
+		ht_window_close();
+		CHECK(within(went, 1000));
+	}
+
+	// A page the program patched since the copy: the check fails, the window is
+	// closed again, and still nothing was allocated.
+	REQUIRE(mprotect(c.at, 4096, PROT_READ | PROT_WRITE) == 0);
+	c.at[100] ^= 1;
+	REQUIRE(mprotect(c.at, 4096, PROT_READ | PROT_EXEC) == 0);
+	CHECK(checked_counting(c, copy, &calls) == 0);
+	CHECK(calls == 0);
+	side after([] { return one_call(); });
+	CHECK(within(after.finished, 20));
+}
+
+TEST_CASE("reading a file into a fixed buffer: whole, or -EFBIG when it does not fit with its NUL", "[threads][window]")
+{
+	std::string path = temp_path("read-into.txt");
+	std::string text(10000, 'x');
+	{
+		int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+		REQUIRE(fd >= 0);
+		REQUIRE(write(fd, text.data(), text.size()) == (ssize_t)text.size());
+		close(fd);
+	}
+	std::vector<char> buf(20000, '?');
+	CHECK(ht_sys_read_file_into(path.c_str(), buf.data(), buf.size()) == 10000);
+	CHECK(std::string(buf.data()) == text);
+	CHECK(ht_sys_read_file_into(path.c_str(), buf.data(), 10001) == 10000);
+	CHECK(ht_sys_read_file_into(path.c_str(), buf.data(), 10000) == -EFBIG);
+	CHECK(ht_sys_read_file_into(path.c_str(), buf.data(), 1) == -EFBIG);
+	CHECK(ht_sys_read_file_into(path.c_str(), buf.data(), 0) == -EINVAL);
+	CHECK(ht_sys_read_file_into((path + ".absent").c_str(), buf.data(), buf.size()) == -ENOENT);
+	// A proc file, whose size stat() does not tell.
+	std::vector<char> big(1 << 20);
+	ssize_t n = ht_sys_read_file_into("/proc/self/maps", big.data(), big.size());
+	CHECK(n > 0);
+	CHECK(std::string(big.data()).find("[stack]") != std::string::npos);
+	unlink(path.c_str());
 }
