@@ -10,6 +10,7 @@
 #   BUILD/bench/bt-N-2m       the same, relinked with 2 MiB segment alignment
 #   BUILD/bench/bt-N-lh       bt-N-2m linked with libhugetlbfs (when installed)
 #   BUILD/bench/time-runs     times short programs, variants interleaved
+#   BUILD/bench/fresh-pages   what faulting in fresh 2 MiB and 4 KiB pages costs
 #   BUILD/bench/libempty-preload.so  a preload with nothing in it
 # Usage: bench/build.sh [BUILD] [SIZES...]
 set -euo pipefail
@@ -62,6 +63,10 @@ newer() { # target is newer than every source
 # The small-program timer and the empty preload (section "small").
 if ! newer "$OUT/time-runs" bench/time-runs.c bench/build.sh; then
 	$CC -O2 -Wall -Wextra -o "$OUT/time-runs" bench/time-runs.c
+fi
+# What fresh memory costs here (the machine table).
+if ! newer "$OUT/fresh-pages" bench/fresh-pages.c bench/build.sh; then
+	$CC -O2 -Wall -Wextra -o "$OUT/fresh-pages" bench/fresh-pages.c
 fi
 if ! newer "$OUT/libempty-preload.so" bench/empty-preload.c bench/build.sh; then
 	$CC -O2 -Wall -shared -fPIC -o "$OUT/libempty-preload.so" bench/empty-preload.c

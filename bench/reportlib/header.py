@@ -42,5 +42,28 @@ def machine(out, R, m):
         w("| load average (1 min) at the start and end of each step | " +
           ", ".join(f"{k} {a:.1f}→{b:.1f}" for k, (a, b) in R["load"].items()) +
           " (above 0 means other work shared the 2 cores) |")
+    fresh_row(w, m.get("fresh_pages"))
     w(f"| iTLB counters (`perf stat -e iTLB-load-misses`) | {'available' if m.get('perf_itlb') else 'not available on this machine (the VM exposes no hardware counters): no miss counts below'} |")
     w()
+
+
+def fresh_row(w, f):
+    """What a fresh 2 MiB page costs here: what every private copy pays per MiB."""
+    if not f:
+        return
+    if f.get("error"):
+        w(f"| fresh memory (bench/fresh-pages) | not measured: {f['error']} |")
+        return
+
+    def r(x):
+        return f"{x[1]:.2f} [{x[0]:.2f}–{x[2]:.2f}]"
+    rep = f.get("reporting_order")
+    how = (f"free page reporting of blocks of 2^{rep} pages to the host is on, so a fresh 2 MiB page "
+           "is usually one the host must back again" if rep else "no free page reporting seen")
+    short = ""
+    if f["huge_got_mib"] < f["mib"]:
+        short = f" (only {f['huge_got_mib']} MiB came as 2 MiB pages)"
+    w(f"| fresh memory: ms per MiB to fault in {f['mib']} MiB of anonymous memory (median [min–max] of "
+      f"{f['starts']} starts, 2 s apart) | 2 MiB pages {r(f['huge'])}{short}; 4 KiB pages {r(f['small'])}; "
+      f"2 MiB pages given back and taken again at once {r(f['reused'])}. A private copy pays the first "
+      f"figure for each MiB it fills ({how}) |")

@@ -1,9 +1,48 @@
 """The machine table: CPU, kernel, THP settings, tool versions."""
 import os
 import re
+import statistics
+import subprocess
 import time
 
 from .common import ARGS, ROOT, meminfo, read, sh
+
+FRESH_MIB = 64
+FRESH_STARTS = 5
+
+
+def fresh_pages():
+    """ms per MiB to fault in fresh anonymous memory: 2 MiB pages, 4 KiB pages, 2 MiB reused.
+
+    Each start of bench/fresh-pages, 2 s after the last, faults in 64 MiB as
+    2 MiB pages, then as 4 KiB pages, then both again: the second round gets
+    the pages the first just gave back.  A private copy of code pays the
+    first figure for each MiB it fills.  On a VM whose host takes free memory
+    back (free page reporting), a fresh 2 MiB page costs the host's backing
+    it again, far more than clearing it.
+    """
+    exe = os.path.join(ARGS.bin, "fresh-pages")
+    if not os.access(exe, os.X_OK):
+        return None
+    huge, small, reused, got = [], [], [], []
+    for _ in range(FRESH_STARTS):
+        time.sleep(2)
+        p = subprocess.run([exe, str(FRESH_MIB), "2"], capture_output=True, text=True, timeout=120)
+        rows = [line.split() for line in p.stdout.splitlines()]
+        if p.returncode != 0 or len(rows) != 2:
+            return {"error": (p.stderr or p.stdout).strip()[-200:]}
+        huge.append(float(rows[0][0]) / FRESH_MIB)
+        small.append(float(rows[0][1]) / FRESH_MIB)
+        reused.append(float(rows[1][0]) / FRESH_MIB)
+        got.append(int(rows[0][2]) * 2)
+    rep = "/sys/module/page_reporting/parameters/page_reporting_order"
+    return {"mib": FRESH_MIB, "starts": FRESH_STARTS,
+            "huge": [min(huge), statistics.median(huge), max(huge)],
+            "small": [min(small), statistics.median(small), max(small)],
+            "reused": [min(reused), statistics.median(reused), max(reused)],
+            "huge_got_mib": min(got),
+            "reporting_order": read(rep) if os.path.exists(rep) else None,
+            "balloon": os.path.isdir("/sys/bus/virtio/drivers/virtio_balloon")}
 
 
 def machine():
@@ -44,4 +83,5 @@ def machine():
         "lib_dirty": bool(sh(f"git -C {ROOT} status --porcelain -- lib")),
         "date": time.strftime("%Y-%m-%d %H:%M %Z"),
         "quick": ARGS.quick,
+        "fresh_pages": fresh_pages(),
     }
