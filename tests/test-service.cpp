@@ -420,6 +420,54 @@ TEST_CASE("where the file system keeps 2 MiB pages, the next start is zero-copy 
 	CHECK(alone.count("private_huge_bytes") == 1);
 }
 
+TEST_CASE("a file that others still map is warmed again less and less often, then all of it", "[service]")
+{
+	std::string prog = program_copy("service-backoff");
+	run_result probe = run_cmd({ tool(), "warm", prog });
+	small_page_cache(prog);
+	if (probe.status != 0) {
+		WARN("skipped: " + probe.out + probe.err);
+		return;
+	}
+	// Another process (this one) maps one page of the code: its 2 MiB
+	// stays in small pages, every warm can take only the rest.
+	int fd = open(prog.c_str(), O_RDONLY);
+	REQUIRE(fd >= 0);
+	uint64_t page = span_off + (4 << 20);
+	void *held = mmap(nullptr, 4096, PROT_READ, MAP_SHARED, fd, (off_t)page);
+	REQUIRE(held != MAP_FAILED);
+	(void)*(volatile char *)held;
+	service svc;
+	REQUIRE(svc.alive());
+	// The sender runs the file, offers it and is gone.
+	pid_t child = fork();
+	if (child == 0) {
+		void *x = mmap(nullptr, 4096, PROT_READ | PROT_EXEC, MAP_PRIVATE, fd, (off_t)span_off);
+		ht_offer good = offer_of(span_off, span_len, span_len);
+		_exit(x != MAP_FAILED && send_raw(&good, sizeof(good), { fd }) == 0 ? 0 : 1);
+	}
+	int status = -1;
+	REQUIRE(waitpid(child, &status, 0) == child);
+	CHECK(status == 0);
+	REQUIRE(svc.wait_for("warms", 1));
+	INFO(svc.text());
+	CHECK(svc.num("pending") == 1);
+	CHECK(svc.num("warmed_total") == 0);
+	// One warm a second would be 7 more in 7.5 s; waits of 2, 4, 8 s make 2.
+	long first = svc.num("warms");
+	usleep(7500000);
+	long more = svc.num("warms") - first;
+	CHECK(more >= 1);
+	CHECK(more <= 3);
+	CHECK(svc.num("pending") == 1);
+	CHECK(svc.num("warmed_total") == 0);
+	// Once nothing maps it any more, the next warm takes all of it.
+	munmap(held, 4096);
+	close(fd);
+	CHECK(svc.wait_for("warmed_total", 1, 40));
+	CHECK(svc.num("pending") == 0);
+}
+
 TEST_CASE("hostile clients are refused and the service goes on serving", "[service]")
 {
 	text_cache cache;

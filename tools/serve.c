@@ -52,9 +52,10 @@
 #define MAX_PER_UID 8      /* of them, from one user */
 #define MAX_DONE 1024      /* offers remembered, so a repeat costs nothing */
 #define DONE_FOR_S 60      /* for this long: an offer after it means the entry is gone or unusable */
-#define RETRY_S 1          /* between two warms of a file still in use */
+#define RETRY_S 1          /* between two looks at a file still in use */
+#define RETRY_MAX_S 32     /* the most between two warms that can only take part of a file */
 #define FILL_AFTER 30      /* warms while the sender runs before the cache is filled */
-#define MAX_TRIES 300      /* five minutes of retries, then the file is dropped */
+#define KEEP_TRYING_S 300  /* five minutes of retries, then the file is dropped */
 #define GONE_TRIES 5       /* warms that took nothing once the sender was gone, before a fill */
 #define LOG_KEEP 32        /* lines of each kind kept for the state file */
 
@@ -91,7 +92,8 @@ struct pending {
 	uid_t uid;
 	pid_t sender;
 	unsigned tries, gone_tries;
-	time_t next;
+	unsigned wait_s;   /* until the next try: doubles while warms take only part */
+	time_t next, until;
 };
 
 struct line {
@@ -114,7 +116,7 @@ static struct {
 	struct pending pend[MAX_PENDING];
 	unsigned npend;
 	struct log warmed, filled, refused, evicted;
-	unsigned long offers;
+	unsigned long offers, warms;
 	volatile sig_atomic_t stop;
 } S;
 
@@ -542,13 +544,20 @@ static int sender_runs(const struct pending *p)
 	return runs;
 }
 
+/* The next try waits twice as long as the last, up to RETRY_MAX_S; 0 (try again). */
+static int slower(struct pending *p)
+{
+	p->wait_s = p->wait_s * 2 > RETRY_MAX_S ? RETRY_MAX_S : p->wait_s * 2;
+	return 0;
+}
+
 /*
  * One attempt at a file: warm its page cache (the kernel then maps it huge
  * with no copy and no memory of ours); where that cannot take, fill the
  * shared cache.  Pages that running processes map cannot be dropped and
- * read again, so a warm that did not take all is tried again later, for as
- * long as the tries last when the sender has gone (other processes map the
- * file); the cache is filled when the warm gave nothing GONE_TRIES times
+ * read again, so a warm that did not take all is tried again later, less
+ * and less often, for KEEP_TRYING_S when the sender has gone (other
+ * processes map the file); the cache is filled when the warm gave nothing GONE_TRIES times
  * once the sender was gone (this file system keeps no 2 MiB pages), or after FILL_AFTER tries
  * while it runs (a server: its next start is served from the cache).
  * Returns 1 when done, 0 to try again, -1 when refused (@why).
@@ -574,6 +583,7 @@ static int attempt(struct pending *p, const char **why)
 	}
 	if (!S.no_warm) {
 		snprintf(buf, sizeof(buf), "/proc/self/fd/%d", p->fd);
+		S.warms++;
 		r = hte_warm_file(buf, 1, &w);
 		if (r == 0 && w.code && w.huge == w.code) {
 			fd_path(p->fd, path, sizeof(path));
@@ -587,9 +597,16 @@ static int attempt(struct pending *p, const char **why)
 	/* The sender runs: a server's next start is served from the cache after a while. */
 	if (r == 0 && runs && ++p->tries < FILL_AFTER)
 		return 0;
-	/* The sender is gone and the file system keeps 2 MiB pages: others still map it. */
-	if (r == 0 && !runs && w.huge > 0 && ++p->tries < MAX_TRIES)
-		return 0;
+	/*
+	 * The sender is gone and the file system keeps 2 MiB pages: others
+	 * still map it (a compiler's driver, the next compile).  Each warm
+	 * reads the maps and the file again, so they come less often.
+	 */
+	if (r == 0 && !runs && w.huge > 0) {
+		p->tries++;
+		if (time(NULL) < p->until)
+			return slower(p);
+	}
 	/*
 	 * Nothing took: either this file system keeps no 2 MiB pages, or
 	 * another process still maps all of the file (a compiler's driver
@@ -605,7 +622,10 @@ static int attempt(struct pending *p, const char **why)
 			 runs ? ", the sender runs" : "");
 	r = fill_file(p->fd, &p->st, &p->m, p->uid, after, why);
 	/* No cache to fill: the page cache is the only way, while the tries last. */
-	return r == 0 && ++p->tries < MAX_TRIES ? 0 : r != 0 ? r : 1;
+	if (r != 0)
+		return r;
+	p->tries++;
+	return time(NULL) < p->until ? slower(p) : 1;
 }
 
 static const char *check_offer(int fd, const struct ht_offer *m, const struct ucred *who,
@@ -660,7 +680,8 @@ static void settle(struct pending *p, int r, const char *why)
 
 static void handle_offer(int fd, const struct ht_offer *m, const struct ucred *who)
 {
-	struct pending p = { .fd = fd, .m = *m, .uid = who->uid, .sender = who->pid };
+	struct pending p = { .fd = fd, .m = *m, .uid = who->uid, .sender = who->pid, .wait_s = RETRY_S,
+			     .until = time(NULL) + KEEP_TRYING_S };
 	const char *why;
 	int r;
 
@@ -678,7 +699,7 @@ static void handle_offer(int fd, const struct ht_offer *m, const struct ucred *w
 	}
 	r = attempt(&p, &why);
 	if (r == 0 && S.npend < MAX_PENDING && pending_of(who->uid) < MAX_PER_UID) {
-		p.next = time(NULL) + RETRY_S;
+		p.next = time(NULL) + p.wait_s;
 		S.pend[S.npend++] = p;
 		return;
 	}
@@ -701,7 +722,7 @@ static void retry_pending(void)
 		}
 		r = attempt(p, &why);
 		if (r == 0) {
-			p->next = now + RETRY_S;
+			p->next = now + p->wait_s;
 			i++;
 			continue;
 		}
@@ -738,8 +759,8 @@ static void write_state(void)
 		return;
 	fprintf(f, "{\"pid\":%ld,\"socket\":", (long)getpid());
 	hte_json_str(f, S.socket);
-	fprintf(f, ",\"cache_dir\":\"%s/%s\",\"cache_size\":%llu,\"offers\":%lu,\"pending\":%u",
-		HT_TEXT_CACHE_DIR, HT_SERVICE_SHARED, (unsigned long long)S.cache_size, S.offers, S.npend);
+	fprintf(f, ",\"cache_dir\":\"%s/%s\",\"cache_size\":%llu,\"offers\":%lu,\"pending\":%u,\"warms\":%lu",
+		HT_TEXT_CACHE_DIR, HT_SERVICE_SHARED, (unsigned long long)S.cache_size, S.offers, S.npend, S.warms);
 	state_list(f, "warmed", &S.warmed);
 	state_list(f, "filled", &S.filled);
 	state_list(f, "evicted", &S.evicted);
