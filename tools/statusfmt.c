@@ -526,6 +526,10 @@ static void text_service(FILE *f, const struct hte_service *s)
 		hte_json_number(s->raw, "offers"), hte_json_number(s->raw, "warmed_total"),
 		hte_json_number(s->raw, "filled_total"), hte_json_number(s->raw, "evicted_total"),
 		hte_json_number(s->raw, "refused_total"), HTE_SERVE_STATE);
+	/* Files whose warm took part (others map the rest): tried again, less and less often. */
+	if (hte_json_number(s->raw, "pending") > 0)
+		fprintf(f, "  %ld file(s) waiting to be warmed again (%ld warms so far)\n",
+			hte_json_number(s->raw, "pending"), hte_json_number(s->raw, "warms"));
 	for (size_t i = 0; i < sizeof(lists) / sizeof(lists[0]); i++) {
 		char line[512];
 

@@ -384,8 +384,14 @@ TEST_CASE("the text service's state file is shown: counts, its lists, whether it
 	CHECK(t.find("  warmed: /usr/bin/x: 24 MiB in 2 MiB page-cache pages (uid 0)\n") != std::string::npos);
 	CHECK(t.find("  filled: /usr/lib/y.so: b-1.text (\"quoted\", uid 1000)\n") != std::string::npos);
 	CHECK(t.find("  refused: the file does not belong to root (uid 1000, pid 7)\n") != std::string::npos);
+	CHECK(t.find("waiting to be warmed again") == std::string::npos);
 	std::string j = to_string(hte_status_json, h.st);
 	CHECK(j.find(std::string("\"service\": {\"running\": true, \"state\": ") + state + "}") != std::string::npos);
+	// Files the service tries again are counted.
+	std::snprintf(h.st.service.raw, sizeof(h.st.service.raw), "{\"pid\":42,\"offers\":3,\"pending\":2,\"warms\":9}");
+	t = to_string(hte_status_text, h.st);
+	CHECK(t.find("  2 file(s) waiting to be warmed again (9 warms so far)\n") != std::string::npos);
+	std::snprintf(h.st.service.raw, sizeof(h.st.service.raw), "%s", state);
 
 	char item[64];
 	CHECK(hte_json_list_item(state, "warmed", 1, item, sizeof(item)) == -1);
