@@ -144,6 +144,8 @@ void ht_lock_release(void);
 int ht_window_open(void);
 int ht_window_intact(void);
 void ht_window_close(void);
+/* Whether a window is open now (for tests: what runs inside it). */
+int ht_window_is_open(void);
 void ht_mprotect_begin(void);
 void ht_mprotect_end(void);
 /*

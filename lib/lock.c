@@ -79,6 +79,11 @@ int ht_window_intact(void)
 	return __atomic_load_n(&calls_gone_on, __ATOMIC_SEQ_CST) == gone_on_at_open;
 }
 
+int ht_window_is_open(void)
+{
+	return __atomic_load_n(&window_is_open, __ATOMIC_SEQ_CST);
+}
+
 void ht_window_close(void)
 {
 	__atomic_store_n(&window_is_open, 0, __ATOMIC_SEQ_CST);

@@ -112,25 +112,30 @@ int ht_code_unchanged(const struct ht_source *src, struct ht_span span, const ch
 }
 
 /*
- * Room for the maps of the largest process (vm.max_map_count's 65530
- * lines of up to about 150 bytes) and the span's pagemap.  MAP_NORESERVE:
- * only what a read touches costs memory.
+ * Room for the maps as they are now, twice over (the program may map more
+ * meanwhile; a check that finds no room gives the move up), and for the
+ * span's pagemap.  Measured here, before the window: reading costs a
+ * malloc, which the window forbids.
  */
-#define CHECK_MAPS_CAP (16UL << 20)
-
 static int check_mem_get(struct ht_check_mem *m, struct ht_span span)
 {
 	size_t pages = (span.end - span.start) / HT_PAGE;
 	size_t pm_bytes = (pages * sizeof(uint64_t) + HT_PAGE - 1) & ~(HT_PAGE - 1);
+	size_t maps_len, cap;
+	char *maps;
 	void *p;
 
-	if (ht_sys_map_anon(CHECK_MAPS_CAP + pm_bytes, HT_PAGE, 0, &p) < 0)
+	if (ht_sys_read_file("/proc/self/maps", &maps, &maps_len) < 0)
+		return -1;
+	free(maps);
+	cap = (2 * maps_len + 65536 + HT_PAGE - 1) & ~(HT_PAGE - 1);
+	if (ht_sys_map_anon(cap + pm_bytes, HT_PAGE, 0, &p) < 0)
 		return -1;
 	m->maps = p;
-	m->maps_cap = CHECK_MAPS_CAP;
-	m->pagemap = (uint64_t *)((char *)p + CHECK_MAPS_CAP);
+	m->maps_cap = cap;
+	m->pagemap = (uint64_t *)((char *)p + cap);
 	m->pages = pages;
-	m->len = CHECK_MAPS_CAP + pm_bytes;
+	m->len = cap + pm_bytes;
 	return 0;
 }
 

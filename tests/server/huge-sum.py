@@ -79,6 +79,9 @@ def main():
             huge = smaps_huge(pid, rg)
             pf = huge_pfns(pid, rg)
         except OSError as e:
+            # ESRCH: the process was ending while it was read; gone, as ENOENT says.
+            if e.errno == errno.ESRCH:
+                e = OSError(errno.ENOENT, os.strerror(errno.ENOENT))
             procs.append({"pid": pid, "error": str(e)})
             continue
         union |= pf
