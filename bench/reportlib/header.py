@@ -58,12 +58,13 @@ def fresh_row(w, f):
     def r(x):
         return f"{x[1]:.2f} [{x[0]:.2f}–{x[2]:.2f}]"
     rep = f.get("reporting_order")
-    how = (f"free page reporting of blocks of 2^{rep} pages to the host is on, so a fresh 2 MiB page "
-           "is usually one the host must back again" if rep else "no free page reporting seen")
+    how = (f"free page reporting of blocks of 2^{rep} pages is on: free memory goes back to the host "
+           "after a while" if rep else "no free page reporting seen")
     short = ""
     if f["huge_got_mib"] < f["mib"]:
         short = f" (only {f['huge_got_mib']} MiB came as 2 MiB pages)"
     w(f"| fresh memory: ms per MiB to fault in {f['mib']} MiB of anonymous memory (median [min–max] of "
       f"{f['starts']} starts, 2 s apart) | 2 MiB pages {r(f['huge'])}{short}; 4 KiB pages {r(f['small'])}; "
       f"2 MiB pages given back and taken again at once {r(f['reused'])}. A private copy pays the first "
-      f"figure for each MiB it fills ({how}) |")
+      f"figure for each MiB it fills: as little as the last where the kernel hands it pages freed a moment "
+      f"ago, up to the first's maximum where they come from memory the host took back ({how}) |")
