@@ -544,9 +544,15 @@ static int sender_runs(const struct pending *p)
 	return runs;
 }
 
-/* The next try waits twice as long as the last, up to RETRY_MAX_S; 0 (try again). */
-static int slower(struct pending *p)
+/*
+ * One more try counted: 0 (try again, twice as long after the last, up to
+ * RETRY_MAX_S) while KEEP_TRYING_S from the offer lasts, else 1.
+ */
+static int later(struct pending *p)
 {
+	p->tries++;
+	if (time(NULL) >= p->until)
+		return 1;
 	p->wait_s = p->wait_s * 2 > RETRY_MAX_S ? RETRY_MAX_S : p->wait_s * 2;
 	return 0;
 }
@@ -600,13 +606,10 @@ static int attempt(struct pending *p, const char **why)
 	/*
 	 * The sender is gone and the file system keeps 2 MiB pages: others
 	 * still map it (a compiler's driver, the next compile).  Each warm
-	 * reads the maps and the file again, so they come less often.
+	 * maps, drops and reads the code again, so they come less often.
 	 */
-	if (r == 0 && !runs && w.huge > 0) {
-		p->tries++;
-		if (time(NULL) < p->until)
-			return slower(p);
-	}
+	if (r == 0 && !runs && w.huge > 0 && later(p) == 0)
+		return 0;
 	/*
 	 * Nothing took: either this file system keeps no 2 MiB pages, or
 	 * another process still maps all of the file (a compiler's driver
@@ -622,10 +625,7 @@ static int attempt(struct pending *p, const char **why)
 			 runs ? ", the sender runs" : "");
 	r = fill_file(p->fd, &p->st, &p->m, p->uid, after, why);
 	/* No cache to fill: the page cache is the only way, while the tries last. */
-	if (r != 0)
-		return r;
-	p->tries++;
-	return time(NULL) < p->until ? slower(p) : 1;
+	return r != 0 ? r : later(p);
 }
 
 static const char *check_offer(int fd, const struct ht_offer *m, const struct ucred *who,
