@@ -15,6 +15,7 @@
 #include <sstream>
 #include <sched.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
@@ -431,6 +432,34 @@ std::string cache_entry(const std::string &dir)
 	}
 	closedir(d);
 	return found;
+}
+
+char *map_code_file(const std::string &path, const std::vector<char> &bytes)
+{
+	const uintptr_t m2 = 2UL << 20;
+	size_t room = (bytes.size() + m2 - 1) / m2 * m2 + m2;
+	int fd = open(path.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return nullptr;
+	bool wrote = write(fd, bytes.data(), bytes.size()) == (ssize_t)bytes.size();
+	void *r = wrote ? mmap(nullptr, room, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0) : MAP_FAILED;
+	if (r == MAP_FAILED) {
+		close(fd);
+		return nullptr;
+	}
+	uintptr_t a = ((uintptr_t)r + m2 - 1) & ~(m2 - 1);
+	void *m = mmap((void *)a, bytes.size(), PROT_READ | PROT_EXEC, MAP_PRIVATE | MAP_FIXED, fd, 0);
+	close(fd);
+	// Free from the code's end (and before its start).
+	char *at = (char *)a;
+	munmap(at + bytes.size(), (uintptr_t)r + room - (uintptr_t)(at + bytes.size()));
+	if (a > (uintptr_t)r)
+		munmap(r, a - (uintptr_t)r);
+	if (m == MAP_FAILED) {
+		munmap(at, bytes.size());
+		return nullptr;
+	}
+	return at;
 }
 
 bool private_run_dir(const std::string &text_dir)

@@ -88,6 +88,10 @@ bool thp_enabled();
 // has it.  A file just written may sit in 2 MiB page-cache pages, which this
 // kernel maps huge by itself (the library then has nothing to move).
 void small_page_cache(const std::string &path);
+// Writes @bytes to @path and maps them read and execute at a 2 MiB-aligned
+// address, nothing else mapped from there to the end of the 2 MiB page the
+// code ends in: code as a background move sees it.  nullptr on failure.
+char *map_code_file(const std::string &path, const std::vector<char> &bytes);
 
 // Once per process: a private mount namespace with a tmpfs over /run and
 // /run/hugetext and @text_dir made in it (the text cache's and the

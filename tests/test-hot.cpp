@@ -192,21 +192,8 @@ struct tail_code {
 	char *at = nullptr;
 	tail_code()
 	{
-		std::vector<char> buf(len, '\xcc');
-		int fd = open(path.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-		REQUIRE(fd >= 0);
-		REQUIRE(write(fd, buf.data(), len) == (ssize_t)len);
-		void *r = mmap(nullptr, 4 * MiB2, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-		REQUIRE(r != MAP_FAILED);
-		uintptr_t a = ht_round_up((uintptr_t)r, MiB2);
-		void *m = mmap((void *)a, len, PROT_READ | PROT_EXEC, MAP_PRIVATE | MAP_FIXED, fd, 0);
-		close(fd);
-		REQUIRE(m != MAP_FAILED);
-		at = static_cast<char *>(m);
-		// Free from the code's end (and before its start).
-		munmap(at + len, (uintptr_t)r + 4 * MiB2 - (uintptr_t)(at + len));
-		if (a > (uintptr_t)r)
-			munmap(r, a - (uintptr_t)r);
+		at = map_code_file(path, std::vector<char>(len, '\xcc'));
+		REQUIRE(at != nullptr);
 		REQUIRE(madvise(at, len, MADV_NOHUGEPAGE) == 0);
 	}
 	~tail_code() { munmap(at, len); }

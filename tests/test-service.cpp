@@ -78,6 +78,17 @@ std::string program_copy(const std::string &name)
 	return path;
 }
 
+// Whether `hugetext warm` itself can put @prog in 2 MiB page-cache pages
+// here (warmed, then dropped again to small pages); says why not.
+bool warm_works(const std::string &prog)
+{
+	run_result probe = run_cmd({ tool(), "warm", prog });
+	small_page_cache(prog);
+	if (probe.status != 0)
+		WARN("skipped: " + probe.out + probe.err);
+	return probe.status == 0;
+}
+
 // The same program under another cache key: a copy with its build ID changed.
 std::string other_program(const std::string &name, char flip)
 {
@@ -356,13 +367,8 @@ TEST_CASE("the first start offers its code and copies nothing; the next maps roo
 TEST_CASE("where the file system keeps 2 MiB pages, the next start is zero-copy without a policy", "[service]")
 {
 	std::string prog = program_copy("service-warm");
-	// Only where `hugetext warm` itself can: a copy of our own, warmed and dropped again.
-	run_result probe = run_cmd({ tool(), "warm", prog });
-	small_page_cache(prog);
-	if (probe.status != 0) {
-		WARN("skipped: " + probe.out + probe.err);
+	if (!warm_works(prog))
 		return;
-	}
 	service svc;
 	REQUIRE(svc.alive());
 	report_line first = run_once(prog, { "HUGETEXT_COPY=never", "HUGETEXT_PAGE_CACHE=1" });
@@ -423,12 +429,8 @@ TEST_CASE("where the file system keeps 2 MiB pages, the next start is zero-copy 
 TEST_CASE("a file that others still map is warmed again less and less often, then all of it", "[service]")
 {
 	std::string prog = program_copy("service-backoff");
-	run_result probe = run_cmd({ tool(), "warm", prog });
-	small_page_cache(prog);
-	if (probe.status != 0) {
-		WARN("skipped: " + probe.out + probe.err);
+	if (!warm_works(prog))
 		return;
-	}
 	// Another process (this one) maps one page of the code: its 2 MiB
 	// stays in small pages, every warm can take only the rest.
 	int fd = open(prog.c_str(), O_RDONLY);

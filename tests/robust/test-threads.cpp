@@ -523,19 +523,8 @@ struct file_code {
 		std::vector<char> buf(len);
 		for (size_t i = 0; i < len; i++)
 			buf[i] = (char)(i * 7 + i / 4096);
-		int fd = open(path.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-		REQUIRE(fd >= 0);
-		REQUIRE(write(fd, buf.data(), len) == (ssize_t)len);
-		void *r = mmap(nullptr, 3 * M2, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-		REQUIRE(r != MAP_FAILED);
-		uintptr_t a = ((uintptr_t)r + M2 - 1) & ~(M2 - 1);
-		void *m = mmap((void *)a, len, PROT_READ | PROT_EXEC, MAP_PRIVATE | MAP_FIXED, fd, 0);
-		close(fd);
-		REQUIRE(m != MAP_FAILED);
-		at = static_cast<char *>(m);
-		munmap(at + len, (uintptr_t)r + 3 * M2 - (uintptr_t)(at + len));
-		if (a > (uintptr_t)r)
-			munmap(r, a - (uintptr_t)r);
+		at = map_code_file(path, buf);
+		REQUIRE(at != nullptr);
 	}
 	~file_code()
 	{
