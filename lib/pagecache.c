@@ -111,6 +111,6 @@ void ht_warm_copied(const struct run *r, const struct ht_seg_plan *done, int fd,
 	if (!whole || fd < 0 || ht_budget_spent(r) || !keeps_huge_pages(fd) ||
 	    ht_sys_drop_cached(fd, done->file_off, whole) < 0)
 		return;
-	huge = ht_sys_read_huge(fd, done->file_off, whole);
+	huge = ht_sys_read_huge(fd, done->file_off, whole, 0);
 	g->warmed_bytes = huge > 0 ? (size_t)huge : 0;
 }

@@ -227,10 +227,11 @@ int ht_sys_resident(void *addr, size_t len, unsigned char *vec);
  * Reads [@off, @off + @len) of @fd (both 2 MiB multiples) through a
  * 2 MiB-aligned MADV_HUGEPAGE mapping of our own, one touch per 2 MiB, so
  * that pages missing from the page cache come in as 2 MiB pages; stops
- * after the first 2 MiB when that one did not.  Returns the bytes that sit
- * in 2 MiB pages, or a negative errno.
+ * after the first 2 MiB when that one did not.  With @every_page, and when
+ * all of it sits in 2 MiB pages, then touches each 4 KiB of it too.
+ * Returns the bytes that sit in 2 MiB pages, or a negative errno.
  */
-int64_t ht_sys_read_huge(int fd, uint64_t off, size_t len);
+int64_t ht_sys_read_huge(int fd, uint64_t off, size_t len, int every_page);
 
 /* This process: its THP setting, descriptor table and page tables (sys-proc.c). */
 /*

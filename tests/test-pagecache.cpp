@@ -313,7 +313,7 @@ TEST_CASE("without PAGEMAP_SCAN the read-back and the keeping work from smaps", 
 	REQUIRE(posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED) == 0);
 
 	ht_sys.ioctl = no_scan_ioctl;
-	int64_t warmed = ht_sys_read_huge(fd, 0, len);
+	int64_t warmed = ht_sys_read_huge(fd, 0, len, 0);
 	CHECK(warmed == (int64_t)len);
 
 	char *base = (char *)mmap(nullptr, len + MIB2, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -332,6 +332,54 @@ TEST_CASE("without PAGEMAP_SCAN the read-back and the keeping work from smaps", 
 	CHECK(kept == len);
 	CHECK(rest.span.start == rest.span.end);
 	munmap(base, len + MIB2);
+	close(fd);
+	unlink(path.c_str());
+}
+
+// Pages resident in the page cache among [off, off + len) of fd.
+static size_t cached_pages(int fd, off_t off, size_t len)
+{
+	void *p = mmap(nullptr, len, PROT_READ, MAP_PRIVATE, fd, off);
+	REQUIRE(p != MAP_FAILED);
+	std::vector<unsigned char> vec(len / 4096);
+	REQUIRE(mincore(p, len, vec.data()) == 0);
+	munmap(p, len);
+	size_t n = 0;
+	for (unsigned char v : vec)
+		n += v & 1;
+	return n;
+}
+
+// The warm's touch of every page (for a hypervisor that maps guest memory
+// lazily) covers only what came back in 2 MiB pages: a touch of a page not
+// yet cached would read it from the disk in 4 KiB.
+TEST_CASE("the read-back touches every page only when all of it is in 2 MiB pages", "[pagecache]")
+{
+	const size_t len = 2 * MIB2;
+	std::string path = disk_path("pc-touch");
+	int fd = open(path.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	REQUIRE(fd >= 0);
+	std::vector<char> buf(len, 'c');
+	REQUIRE(write(fd, buf.data(), len) == (ssize_t)len);
+	REQUIRE(fsync(fd) == 0);
+
+	SECTION("the first 2 MiB cached in 4 KiB pages: nothing more is read")
+	{
+		REQUIRE(posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED) == 0);
+		REQUIRE(posix_fadvise(fd, 0, 0, POSIX_FADV_RANDOM) == 0);
+		for (size_t off = 0; off < MIB2; off += 4096)
+			REQUIRE(pread(fd, buf.data(), 4096, (off_t)off) == 4096);
+		REQUIRE(cached_pages(fd, (off_t)MIB2, MIB2) == 0);
+		CHECK(ht_sys_read_huge(fd, 0, len, 1) == 0);
+		CHECK(cached_pages(fd, (off_t)MIB2, MIB2) == 0);
+		CHECK(cached_pages(fd, 0, MIB2) == MIB2 / 4096);
+	}
+	SECTION("nothing cached: all comes back in 2 MiB pages and stays cached")
+	{
+		REQUIRE(posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED) == 0);
+		CHECK(ht_sys_read_huge(fd, 0, len, 1) == (int64_t)len);
+		CHECK(cached_pages(fd, 0, len) == len / 4096);
+	}
 	close(fd);
 	unlink(path.c_str());
 }

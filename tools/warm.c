@@ -81,12 +81,12 @@ static long long warm_range(int fd, uint64_t lo, uint64_t hi)
 	if (fdatasync(fd) != 0 && errno != EINVAL)
 		return -1;
 	for (uint64_t at = lo; at < hi; at += HUGE) {
-		int64_t got = ht_sys_read_huge(fd, at, HUGE);
+		int64_t got = ht_sys_read_huge(fd, at, HUGE, 1);
 
 		if (got == 0) {
 			int err = ht_sys_drop_cached(fd, at, HUGE);
 
-			got = err < 0 ? err : ht_sys_read_huge(fd, at, HUGE);
+			got = err < 0 ? err : ht_sys_read_huge(fd, at, HUGE, 1);
 		}
 		if (got < 0) {
 			errno = (int)-got;
@@ -127,7 +127,7 @@ int hte_warm_file(const char *path, int probe, struct hte_warm *w)
 		hte_error("warm", "%s: %s", path, strerror(errno));
 		return -1;
 	}
-	if (probe && ht_sys_read_huge(fd, r.lo, (size_t)w->code) == (int64_t)w->code) {
+	if (probe && ht_sys_read_huge(fd, r.lo, (size_t)w->code, 0) == (int64_t)w->code) {
 		close(fd);
 		w->huge = w->code;
 		w->already = 1;
