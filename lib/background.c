@@ -361,8 +361,12 @@ static int defer_copy(const struct ht_options *opt, const struct ht_seg_query *q
 			/* fork() may take the queue before any thread of ours starts. */
 			bg_pid = ht_getpid();
 		}
-		/* With copy_hot the queue shares one first look; the scan counts every span. */
-		if (!hot_wait(opt) || bg_nqueue == 0)
+		/*
+		 * The model's wait grows with each span's bytes.  With copy_hot
+		 * the queue shares one first look (the scan counts every span),
+		 * and a wait set by hand is the process's: counted once.
+		 */
+		if (bg_nqueue == 0 || (!hot_wait(opt) && opt->copy_after_ms < 0))
 			bg_due_ms += after;
 		bg_queue[bg_nqueue++] = *q;
 		pthread_cond_broadcast(&bg_cond);

@@ -2,8 +2,12 @@
  * Uses libbigtext.so, linked in: 24 MiB of code in .text and 16 MiB in a
  * second executable segment.  Prints a checksum and the huge page kB of
  * each segment.  "api REGEX" first calls iodlr's MapDSOToLargePages(REGEX);
- * "hold MS" then stays alive, calling the code, for perf.
+ * "hold MS" then stays alive, calling the code, for perf.  "spin MS" runs
+ * both segments' code for MS ms of this thread's CPU time, then waits (idle,
+ * up to 20 s) for any other thread (the preload's) to end, and prints their
+ * huge page kB again.
  */
+#include <dirent.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -26,6 +30,44 @@ static unsigned long two_sum(void)
 	return n;
 }
 
+static double thread_cpu_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+static int tasks(void)
+{
+	DIR *d = opendir("/proc/self/task");
+	int n = 0;
+
+	for (struct dirent *e; d && (e = readdir(d));)
+		n += e->d_name[0] != '.';
+	if (d)
+		closedir(d);
+	return n;
+}
+
+/*
+ * A deferred copy may still be under way: wait until the copying thread
+ * has gone, idle and cheaply (a wait that read smaps would use the CPU
+ * time the copy waits for).
+ */
+static void spin(int ms)
+{
+	double t0 = thread_cpu_ms();
+	unsigned long s = 0;
+
+	while (thread_cpu_ms() - t0 < ms)
+		s += bigtext_sum(3) + two_sum();
+	for (int waited = 0; waited < 20000 && tasks() > 1; waited += 10)
+		usleep(10 * 1000);
+	printf("spin_text_huge_kb %lu\nspin_two_huge_kb %lu\nspun %lu\n", huge_kb_in(bigtext_start, bigtext_end),
+	       huge_kb_in(two_start, two_end), s & 1);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc > 2 && strcmp(argv[1], "api") == 0)
@@ -33,6 +75,8 @@ int main(int argc, char **argv)
 	printf("text_huge_kb %lu\n", huge_kb_in(bigtext_start, bigtext_end));
 	printf("two_huge_kb %lu\n", huge_kb_in(two_start, two_end));
 	printf("sum %lu %lu\n", bigtext_sum(7), two_sum());
+	if (argc > 2 && strcmp(argv[1], "spin") == 0)
+		spin(atoi(argv[2]));
 	if (argc > 2 && strcmp(argv[1], "hold") == 0) {
 		time_t until = time(NULL) + atoi(argv[2]) / 1000 + 1;
 		unsigned long s = 0;

@@ -92,6 +92,36 @@ TEST_CASE("the background thread copies once the process has used the CPU time t
 	CHECK(line_value(r.out, "threads") == "1");
 }
 
+// libbigtext's two executable segments are two deferred copies: a wait set
+// by hand is the process's CPU time, not that wait once per segment.
+TEST_CASE("a wait set by hand counts once, however many segments wait for their copy", "[copy]")
+{
+	std::string report = temp_path("copy-two.json");
+	// Due at 600 ms of CPU; the program uses about 100 ms before it runs
+	// its code for 700 ms (counted twice, the copies would wait for 1200 ms
+	// and never be made: it waits idle for them).
+	run_result r = run_auto({ build_path("tests/dso-linked"), "spin", "700" }, report,
+				{ "HUGETEXT_COPY_AFTER_MS=600", "HUGETEXT_COPY_HOT=0", "HUGETEXT_MATCH=libbigtext" });
+
+	INFO(r.out << r.err);
+	REQUIRE(r.status == 0);
+	CHECK(r.err.empty());
+	std::vector<report_line> deferred, made;
+	for (auto &l : read_report(report)) {
+		if (l["object"].find("libbigtext") == std::string::npos)
+			continue;
+		(l["status"] == "ok" ? made : deferred).push_back(l);
+	}
+	CHECK(deferred.size() == 2);
+	for (auto &l : deferred)
+		CHECK(l["error"] == deferred_error);
+	REQUIRE(made.size() == 2);
+	for (auto &l : made)
+		CHECK(num(l, "huge_bytes") == num(l, "bytes"));
+	CHECK(line_value(r.out, "spin_text_huge_kb") != "0");
+	CHECK(line_value(r.out, "spin_two_huge_kb") != "0");
+}
+
 TEST_CASE("a program that ends before the copy's CPU time leaves its code where it was", "[copy]")
 {
 	std::string report = temp_path("copy-wait.json");
