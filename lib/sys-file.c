@@ -203,7 +203,7 @@ int ht_sys_resident(void *addr, size_t len, unsigned char *vec)
  * tables lazily, that read (the device writing the page) does not map it
  * for the guest's CPU: the first program to run the code would take one
  * exit per page.  On this project's KVM guests (free memory handed back
- * to the host) that was 150-210 ms for clang's 148 MiB, 15 ms once mapped.
+ * to the host) that was 60-210 ms for clang's 148 MiB, 9-20 ms once mapped.
  * Done here, off the program's path; only over pages already cached,
  * since a touch of a missing one would read it in 4 KiB.
  */
