@@ -249,21 +249,6 @@ static void patch_work(int ms)
 	printf("patch %d %d %d\n", first, second, bigtext_get(i)(5));
 }
 
-/* This process's thread count, from /proc/self/status ("Threads:"), or -1. */
-static int thread_count(void)
-{
-	char line[256];
-	int n = -1;
-	FILE *f = fopen("/proc/self/status", "r");
-
-	while (f && fgets(line, sizeof(line), f))
-		if (sscanf(line, "Threads: %d", &n) == 1)
-			break;
-	if (f)
-		fclose(f);
-	return n;
-}
-
 static void *nothing(void *arg)
 {
 	return arg;
@@ -282,19 +267,16 @@ static void *nothing(void *arg)
  */
 static void spin_work(int ms, int wait, int threaded)
 {
-	struct timespec ts;
 	unsigned long sum = 0;
 	pthread_t th;
 	double t0;
 
 	if (threaded && pthread_create(&th, NULL, nothing, NULL) == 0)
 		pthread_join(th, NULL);
-	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-	t0 = (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-	do {
+	t0 = thread_cpu_ms();
+	do
 		sum += bigtext_sum(3);
-		clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-	} while ((double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6 - t0 < ms);
+	while (thread_cpu_ms() - t0 < ms);
 	/* A background move may still be swapping: give it a moment to end. */
 	usleep(200 * 1000);
 	for (int waited = 0; waited < wait; waited += 10) {

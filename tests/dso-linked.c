@@ -7,7 +7,6 @@
  * up to 20 s) for any other thread (the preload's) to end, and prints their
  * huge page kB again.
  */
-#include <dirent.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -30,26 +29,6 @@ static unsigned long two_sum(void)
 	return n;
 }
 
-static double thread_cpu_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
-
-static int tasks(void)
-{
-	DIR *d = opendir("/proc/self/task");
-	int n = 0;
-
-	for (struct dirent *e; d && (e = readdir(d));)
-		n += e->d_name[0] != '.';
-	if (d)
-		closedir(d);
-	return n;
-}
-
 /*
  * A deferred copy may still be under way: wait until the copying thread
  * has gone, idle and cheaply (a wait that read smaps would use the CPU
@@ -62,7 +41,7 @@ static void spin(int ms)
 
 	while (thread_cpu_ms() - t0 < ms)
 		s += bigtext_sum(3) + two_sum();
-	for (int waited = 0; waited < 20000 && tasks() > 1; waited += 10)
+	for (int waited = 0; waited < 20000 && thread_count() > 1; waited += 10)
 		usleep(10 * 1000);
 	printf("spin_text_huge_kb %lu\nspin_two_huge_kb %lu\nspun %lu\n", huge_kb_in(bigtext_start, bigtext_end),
 	       huge_kb_in(two_start, two_end), s & 1);

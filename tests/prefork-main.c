@@ -172,20 +172,6 @@ static unsigned long run_head(double ms)
 	return sum;
 }
 
-static int threads(void)
-{
-	FILE *f = fopen("/proc/self/status", "r");
-	char line[256];
-	int n = -1;
-
-	while (f && fgets(line, sizeof(line), f))
-		if (sscanf(line, "Threads: %d", &n) == 1)
-			break;
-	if (f)
-		fclose(f);
-	return n;
-}
-
 static void *nothing(void *arg)
 {
 	return arg;
@@ -202,7 +188,7 @@ static int exec_child(char **argv)
 		return 1;
 	if (pid == 0) {
 		/* Before anything else: what the fork alone left in the child. */
-		int t = threads();
+		int t = thread_count();
 
 		printf("child threads %d huge_kb %lu\n", t, text_huge_kb());
 		fflush(stdout);

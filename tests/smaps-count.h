@@ -1,4 +1,8 @@
-/* Counts, independently of the library, the huge pages behind a range. */
+/*
+ * Counts, independently of the library, the huge pages behind a range;
+ * also this process's threads and a thread's CPU time, for the test
+ * programs that wait on a background move.
+ */
 #ifndef HT_TEST_SMAPS_COUNT_H
 #define HT_TEST_SMAPS_COUNT_H
 
@@ -6,6 +10,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 /* kB of the smaps fields named in @fields (NULL-terminated) in the mappings that overlap [lo, hi). */
@@ -88,6 +93,30 @@ static inline long folio_anon_kb_in(const void *lo, const void *hi)
 	if (kf >= 0)
 		close(kf);
 	return kb;
+}
+
+/* This process's thread count, from /proc/self/status ("Threads:"), or -1. */
+static inline int thread_count(void)
+{
+	char line[256];
+	int n = -1;
+	FILE *f = fopen("/proc/self/status", "r");
+
+	while (f && fgets(line, sizeof(line), f))
+		if (sscanf(line, "Threads: %d", &n) == 1)
+			break;
+	if (f)
+		fclose(f);
+	return n;
+}
+
+/* The calling thread's CPU time, in ms. */
+static inline double thread_cpu_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
 #endif
