@@ -56,7 +56,10 @@ def intro(out, cl, rows):
           "configuration's first compile: deferred, nothing copied but by the deferred copy of what runs; first start: copied and read back; "
           "steady state: kept, nothing copied; copy and explicit: copied, in that mode; the deferred copies "
           "after 1 s: copied, the whole spans or what runs (less than the spans); shared caches: a hit), "
-          "or the run does not count and the row says why.")
+          "or the run does not count and the row says why. The zero-configuration second compile is held "
+          "against the hand set-up (steady state or the huge tmpfs cache) with the lower median, and its CPU "
+          "against plain's, round by round: the median of the ratios of runs of the same round (the ratio of "
+          "the medians beside it; bench/notes.md says why).")
     out.w()
 
 
@@ -84,13 +87,7 @@ def row_goal(k, v, r, rows):
     """Row k's goal cell: 'goal: verdict'; r: its speed-up."""
     plain = rows.get("plain")
     if k == "zc_second":
-        best = min((rows[h]["median"] for h in HAND if ok(rows.get(h))), default=None)
-        cpu = ratio(alt(plain), alt(v))
-        if not ok(v) or best is None or cpu is None:
-            return "within 1% of the best hand set-up, CPU ≤ plain: n/a"
-        met = v["median"] <= best * 1.01 and cpu >= 1.0
-        return (f"within 1% of the best hand set-up ({best:.2f} s), CPU ≤ plain: " +
-                ("met" if met else f"**missed** ({v['median'] / best:.3f}x its time, CPU {cpu:.3f}x)"))
+        return zc_second_goal(v, rows)
     if k == "late_hot":
         late = rows.get("late")
         if not (ok(v) and ok(late) and ok(alt(v)) and ok(alt(late))):
@@ -109,6 +106,45 @@ def row_goal(k, v, r, rows):
     if k != "plain":
         return "never below 1.00x: " + ("n/a" if r is None else "met" if r >= 1.0 else "**missed**")
     return ""
+
+
+def paired(a, b):
+    """Median of a's value / b's value, round by round; None when the rounds do not pair.
+
+    A run that did not count leaves no value, so the lists would shift.
+    """
+    av, bv = (a or {}).get("values") or [], (b or {}).get("values") or []
+    if not av or len(av) != len(bv) or (a or {}).get("failed_runs") or (b or {}).get("failed_runs"):
+        return None
+    rs = sorted(x / y for x, y in zip(av, bv))
+    n = len(rs)
+    return rs[n // 2] if n % 2 else (rs[n // 2 - 1] + rs[n // 2]) / 2
+
+
+def zc_second_goal(v, rows):
+    """The zero-configuration second compile against the best hand set-up, and its CPU against plain.
+
+    Both are read round by round (the rows run interleaved, one of each per
+    round): the machine drifts by more than the 1% asked between rounds, and
+    the lower of two medians is itself biased low. The ratios of the medians
+    are shown beside them; with rounds that do not pair, they decide.
+    """
+    plain = rows.get("plain")
+    hand = [h for h in HAND if ok(rows.get(h))]
+    if not ok(v) or not hand or not ok(alt(plain)) or not ok(alt(v)):
+        return "within 1% of the best hand set-up, CPU ≤ plain: n/a"
+    best = min(hand, key=lambda h: rows[h]["median"])
+    by_medians = (v["median"] / rows[best]["median"], alt(v)["median"] / alt(plain)["median"])
+    by_round = (paired(v, rows[best]), paired(alt(v), alt(plain)))
+    used = by_round if None not in by_round else by_medians
+    met = used[0] <= 1.01 and used[1] <= 1.0
+    # No ": " inside: the summary splits the cell at its last one.
+    how = "round by round" if used is by_round else "ratio of medians, the rounds do not pair"
+    shown = f"{how}, {used[0]:.3f}x its time and CPU {used[1]:.3f}x plain's"
+    if used is by_round:
+        shown += f"; ratio of medians {by_medians[0]:.3f}x and {by_medians[1]:.3f}x"
+    return (f"within 1% of the best hand set-up ({best}, {rows[best]['median']:.2f} s), CPU ≤ plain: " +
+            ("met" if met else "**missed**") + f" ({shown})")
 
 
 def claimed(k, rep):
@@ -149,12 +185,10 @@ def reread(out, cl):
 def paired_with_steady(out, rows):
     """The second compile against the steady state's run of the same round (both keep warmed pages)."""
     z, s = rows.get("zc_second") or {}, rows.get("steady") or {}
-    zv, sv = z.get("values") or [], s.get("values") or []
-    # A run that did not count leaves no value: the rounds would no longer pair.
-    if not zv or len(zv) != len(sv) or z.get("failed_runs") or s.get("failed_runs"):
+    mid = paired(z, s)
+    if mid is None:
         return
-    rs = sorted(a / b for a, b in zip(zv, sv))
-    mid = rs[len(rs) // 2] if len(rs) % 2 else (rs[len(rs) // 2 - 1] + rs[len(rs) // 2]) / 2
+    rs = sorted(a / b for a, b in zip(z["values"], s["values"]))
     out.w(f"The second compile against the steady state's run of the same round (the same state: the libraries "
           f"in warmed 2 MiB page-cache pages, nothing copied), round by round: median {mid:.3f}x its time "
           f"[{rs[0]:.3f}–{rs[-1]:.3f}] over {len(rs)} rounds. Pairing removes the machine's drift between rounds; "
