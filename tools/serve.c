@@ -89,6 +89,7 @@ struct pending {
 	struct stat st;
 	struct ht_offer m;
 	struct key k;
+	char name[256];    /* the cache entry's name, from the checks at the offer */
 	uid_t uid;
 	pid_t sender;
 	unsigned tries, gone_tries;
@@ -502,16 +503,18 @@ static const char *fill_entry(int mfd, int dirfd, int fd, const struct stat *st,
 
 /* --- serving one file --- */
 
-/* Fills the file's shared cache entry.  Returns 1 when done, 0 with no cache, -1 when refused (@why). */
-static int fill_file(int fd, const struct stat *st, const struct ht_offer *m, uid_t uid,
+/*
+ * Fills the file's shared cache entry @name (named at the offer: fill_entry
+ * checks the file did not change since).  Returns 1 when done, 0 with no
+ * cache, -1 when refused (@why).
+ */
+static int fill_file(int fd, const struct stat *st, const struct ht_offer *m, const char *name, uid_t uid,
 		     const char *after, const char **why)
 {
-	char path[512], name[256];
+	char path[512];
 	int mfd = -1, dirfd;
 
-	*why = entry_name(fd, st, m, name, sizeof(name));
-	if (*why)
-		return -1;
+	*why = NULL;
 	dirfd = open_shared_dir(&mfd);
 	if (dirfd < 0) {
 		if (mfd >= 0)
@@ -623,16 +626,17 @@ static int attempt(struct pending *p, const char **why)
 			 r < 0 ? "failed" : r > 0 ? "found no whole 2 MiB of code" : "took",
 			 (unsigned long long)(w.huge >> 20), (unsigned long long)(w.code >> 20), p->tries + 1,
 			 runs ? ", the sender runs" : "");
-	r = fill_file(p->fd, &p->st, &p->m, p->uid, after, why);
+	r = fill_file(p->fd, &p->st, &p->m, p->name, p->uid, after, why);
 	/* No cache to fill: the page cache is the only way, while the tries last. */
 	return r != 0 ? r : later(p);
 }
 
+/* The offer's checks; fills @st and the entry's @name (of @len).  Returns: NULL, or why it is refused. */
 static const char *check_offer(int fd, const struct ht_offer *m, const struct ucred *who,
-			       struct stat *st)
+			       struct stat *st, char *name, size_t len)
 {
-	char maps[64], name[256], *buf;
-	size_t len;
+	char maps[64], *buf;
+	size_t n;
 	const char *why;
 	int runs;
 
@@ -643,7 +647,7 @@ static const char *check_offer(int fd, const struct ht_offer *m, const struct uc
 		why = ht_offer_check(m, (uint64_t)st->st_size);
 	/* A span that is no code of a readable ELF file is refused now, not after the wait. */
 	if (!why)
-		why = entry_name(fd, st, m, name, sizeof(name));
+		why = entry_name(fd, st, m, name, len);
 	if (why)
 		return why;
 	/*
@@ -653,9 +657,9 @@ static const char *check_offer(int fd, const struct ht_offer *m, const struct uc
 	 * root's code into a process of their own and offer it (docs/service.md).
 	 */
 	snprintf(maps, sizeof(maps), "/proc/%ld/maps", (long)who->pid);
-	if (ht_sys_read_file(maps, &buf, &len) < 0)
+	if (ht_sys_read_file(maps, &buf, &n) < 0)
 		return NULL;
-	runs = len == 0 || hte_maps_runs_file(buf, len, st->st_dev, st->st_ino);
+	runs = n == 0 || hte_maps_runs_file(buf, n, st->st_dev, st->st_ino);
 	free(buf);
 	return runs ? NULL : "the sender does not run this file";
 }
@@ -686,7 +690,7 @@ static void handle_offer(int fd, const struct ht_offer *m, const struct ucred *w
 	int r;
 
 	S.offers++;
-	why = check_offer(fd, m, who, &p.st);
+	why = check_offer(fd, m, who, &p.st, p.name, sizeof(p.name));
 	if (why) {
 		log_add(&S.refused, "%s (uid %u, pid %ld)", why, (unsigned)who->uid, (long)who->pid);
 		close(fd);
