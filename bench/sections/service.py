@@ -9,7 +9,8 @@ part, the preloaded runs of the bench find this service where the preload
 looks for one, and nothing is left behind when the bench ends.
 
 Contract: setup() says why the service cannot run here (or None); reset()
-restarts it with an empty cache (a first start after installing);
+restarts it with an empty cache (a first start after installing); stop()
+ends it and removes its socket, so that starts offer nothing;
 wait_served(n) waits until n offers are done with; memory() reads the
 cache's limit and use; finish() stops it and unmounts what setup() and the
 service mounted.
@@ -66,8 +67,11 @@ class Service:
         return None if os.path.exists(SOCKET) else f"hugetext serve did not start: {read(self.log)[-300:]}"
 
     def stop(self):
+        """Stopped, its socket gone: the preload finds no service (its cache and state stay)."""
         terminate(self.proc, 10)
         self.proc = None
+        if os.path.exists(SOCKET):
+            os.unlink(SOCKET)
 
     def reset(self):
         """Restarted with no entries and no memory of earlier offers; None or why not."""
