@@ -1,4 +1,6 @@
 """Section 7: clang 14 compiling LLVM's headers (issue 13's workload)."""
+import math
+
 from .common import alt, fmt, ok, ratio, rfmt, verdict
 
 LABELS = {
@@ -110,8 +112,24 @@ def row_goal(k, v, r, rows):
     return ""
 
 
+def median_interval(xs):
+    """(lo, hi): where the median of what xs were drawn from lies, with at least 95% confidence.
+
+    Distribution-free: the k-th smallest and k-th largest of n values, k the
+    largest with P(Binomial(n, 1/2) < k) <= 2.5%.  None below 6 values.
+    """
+    xs, n = sorted(xs), len(xs)
+    k, tail = 0, 0.0
+    while k < n // 2:
+        tail += math.comb(n, k) / 2 ** n
+        if tail > 0.025:
+            break
+        k += 1
+    return (xs[k - 1], xs[n - k]) if k else None
+
+
 def paired(a, b):
-    """Median of a's value / b's value, round by round; None when the rounds do not pair.
+    """(median, interval) of a's value / b's value, round by round; None when the rounds do not pair.
 
     A run that did not count leaves no value, so the lists would shift.
     """
@@ -120,7 +138,12 @@ def paired(a, b):
         return None
     rs = sorted(x / y for x, y in zip(av, bv))
     n = len(rs)
-    return rs[n // 2] if n % 2 else (rs[n // 2 - 1] + rs[n // 2]) / 2
+    return (rs[n // 2] if n % 2 else (rs[n // 2 - 1] + rs[n // 2]) / 2), median_interval(rs)
+
+
+def ci(iv):
+    """' (95%: lo–hi)' or ''."""
+    return f" (95%: {iv[0]:.3f}–{iv[1]:.3f})" if iv else ""
 
 
 def zc_second_goal(v, rows):
@@ -137,14 +160,16 @@ def zc_second_goal(v, rows):
         return "within 1% of the best hand set-up, CPU ≤ plain: n/a"
     best = min(hand, key=lambda h: rows[h]["median"])
     by_medians = (v["median"] / rows[best]["median"], alt(v)["median"] / alt(plain)["median"])
-    by_round = (paired(v, rows[best]), paired(alt(v), alt(plain)))
-    used = by_round if None not in by_round else by_medians
+    pt, pc = paired(v, rows[best]), paired(alt(v), alt(plain))
+    by_round = (pt[0], pc[0]) if pt and pc else None
+    used = by_round or by_medians
     met = used[0] <= 1.01 and used[1] <= 1.0
     # No ": " inside: the summary splits the cell at its last one.
-    how = "round by round" if used is by_round else "ratio of medians, the rounds do not pair"
+    how = "round by round" if by_round else "ratio of medians, the rounds do not pair"
     shown = f"{how}, {used[0]:.3f}x its time and CPU {used[1]:.3f}x plain's"
-    if used is by_round:
-        shown += f"; ratio of medians {by_medians[0]:.3f}x and {by_medians[1]:.3f}x"
+    if by_round:
+        shown = (f"{how}, {pt[0]:.3f}x its time{ci(pt[1]).replace(':', '')} and CPU {pc[0]:.3f}x plain's"
+                 f"{ci(pc[1]).replace(':', '')}; ratio of medians {by_medians[0]:.3f}x and {by_medians[1]:.3f}x")
     return (f"within 1% of the best hand set-up ({best}, {rows[best]['median']:.2f} s), CPU ≤ plain: " +
             ("met" if met else "**missed**") + f" ({shown})")
 
@@ -187,14 +212,16 @@ def reread(out, cl):
 def paired_with_steady(out, rows):
     """The second compile against the steady state's run of the same round (both keep warmed pages)."""
     z, s = rows.get("zc_second") or {}, rows.get("steady") or {}
-    mid = paired(z, s)
-    if mid is None:
+    p = paired(z, s)
+    if p is None:
         return
     rs = sorted(a / b for a, b in zip(z["values"], s["values"]))
     out.w(f"The second compile against the steady state's run of the same round (the same state: the libraries "
-          f"in warmed 2 MiB page-cache pages, nothing copied), round by round: median {mid:.3f}x its time "
-          f"[{rs[0]:.3f}–{rs[-1]:.3f}] over {len(rs)} rounds. Pairing removes the machine's drift between rounds; "
-          "the spread left is the runs' own noise.")
+          f"in warmed 2 MiB page-cache pages, nothing copied), round by round: median {p[0]:.3f}x its time "
+          f"[{rs[0]:.3f}–{rs[-1]:.3f}] over {len(rs)} rounds{ci(p[1])}. Pairing removes the machine's drift "
+          "between rounds; the spread left is the runs' own noise. The interval (distribution-free, from the "
+          "ranks of the ratios) is where the median lies with 95% confidence: a goal inside it is neither "
+          "shown met nor shown missed by this run.")
     out.w()
 
 
