@@ -129,7 +129,8 @@ def median_interval(xs):
 
 
 def paired(a, b):
-    """(median, interval) of a's value / b's value, round by round; None when the rounds do not pair.
+    """(median, interval, the sorted ratios) of a's value / b's value, round by round; None when the rounds
+    do not pair.
 
     A run that did not count leaves no value, so the lists would shift.
     """
@@ -138,7 +139,7 @@ def paired(a, b):
         return None
     rs = sorted(x / y for x, y in zip(av, bv))
     n = len(rs)
-    return (rs[n // 2] if n % 2 else (rs[n // 2 - 1] + rs[n // 2]) / 2), median_interval(rs)
+    return (rs[n // 2] if n % 2 else (rs[n // 2 - 1] + rs[n // 2]) / 2), median_interval(rs), rs
 
 
 def ci(iv):
@@ -215,11 +216,11 @@ def paired_with_steady(out, rows):
     p = paired(z, s)
     if p is None:
         return
-    rs = sorted(a / b for a, b in zip(z["values"], s["values"]))
+    rs = p[2]
     out.w(f"The second compile against the steady state's run of the same round (the same state: the libraries "
           f"in warmed 2 MiB page-cache pages, nothing copied), round by round: median {p[0]:.3f}x its time "
           f"[{rs[0]:.3f}–{rs[-1]:.3f}] over {len(rs)} rounds{ci(p[1])}. Pairing removes the machine's drift "
-          "between rounds; the spread left is the runs' own noise. The interval (distribution-free, from the "
+          "between rounds; the spread left is the runs' own noise (here most of it: bench/notes.md). The interval (distribution-free, from the "
           "ranks of the ratios) is where the median lies with 95% confidence: a goal inside it is neither "
           "shown met nor shown missed by this run.")
     out.w()
