@@ -19,6 +19,8 @@
  * "patch MS" waits MS ms, then makes the page of one function writable and
  * rewrites the function, as hot patchers and debuggers do, then awaits the
  * move and checks the patch is still there and the page still writable.
+ * "patch MS DIR" patches as soon as DIR holds a shared cache entry being
+ * filled (a name with ".tmp." in it), or after MS ms.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -229,13 +231,31 @@ static void write_fn(unsigned i, unsigned char value)
 	__builtin___clear_cache((char *)bigtext_get(i), (char *)bigtext_get(i) + sizeof(code));
 }
 
-static void patch_work(int ms)
+/* Whether @dir holds a name with ".tmp." in it: a shared cache entry being filled. */
+static int filling(const char *dir)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	int found = 0;
+
+	while (d && !found && (e = readdir(d)) != NULL)
+		found = strstr(e->d_name, ".tmp.") != NULL;
+	if (d)
+		closedir(d);
+	return found;
+}
+
+static void patch_work(int ms, const char *watch)
 {
 	unsigned i = bigtext_count / 2;
 	unsigned long page = (unsigned long)bigtext_get(i) & ~4095ul;
 	int first, second;
 
-	usleep((useconds_t)ms * 1000);
+	if (!watch)
+		usleep((useconds_t)ms * 1000);
+	/* Polled every 0.1 ms: the fill lasts milliseconds, even for a small text. */
+	for (int waited = 0; watch && waited < ms * 10 && !filling(watch); waited++)
+		usleep(100);
 	if (mprotect((void *)page, 4096, PROT_READ | PROT_WRITE | PROT_EXEC) != 0) {
 		printf("patch mprotect-failed\n");
 		return;
@@ -306,7 +326,7 @@ int main(int argc, char **argv)
 		argc -= 2;
 	}
 	if (argc > 2 && strcmp(argv[1], "patch") == 0) {
-		patch_work(atoi(argv[2]));
+		patch_work(atoi(argv[2]), argc > 3 ? argv[3] : NULL);
 		return 0;
 	}
 	/*
