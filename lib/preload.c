@@ -213,18 +213,36 @@ static int could_move(struct dl_phdr_info *info, size_t size, void *unused)
 }
 
 /*
+ * Whether the environment asks for a report or for verbose lines: the
+ * only settings that do anything before main() where nothing could move
+ * (they say so).  HUGETEXT_MATCH=. and the like select among objects big
+ * enough to move; they cost /bin/true 0.05 ms of regcomp() and malloc()
+ * set-up when they were read here for nothing.
+ */
+static int env_asks_output(void)
+{
+	extern char **__environ;
+	static char report[] = "HUGETEXT_REPORT=", verbose[] = "HUGETEXT_VERBOSE=";
+
+	for (char **e = __environ; e && *e; e++)
+		if (starts_with(*e, report) || starts_with(*e, verbose))
+			return 1;
+	return 0;
+}
+
+/*
  * Could any setting move something loaded now?  No setting moves an object
  * with less than one 2 MiB page of code (ht_object_big_enough), so where
- * every object is smaller and the environment holds no setting of ours
- * (which could ask for a report), the policy file cannot change what
- * happens before main(): it is read at the first dlopen() instead
- * (ht_preload_ready), or never.  Most programs (coreutils, shells, git's
- * helpers) stop here, with no system call, no libc lookup and no clock
- * read: 24k instructions of /bin/true's start (callgrind).
+ * every object is smaller and the environment asks for no report, the
+ * settings and the policy file cannot change what happens before main():
+ * they are read at the first dlopen() instead (ht_preload_ready), or
+ * never.  Most programs (coreutils, shells, git's helpers) stop here, with
+ * no system call, no libc lookup and no clock read: 24k instructions of
+ * /bin/true's start (callgrind).
  */
 static int nothing_could_move(void)
 {
-	return !env_has_settings() && dl_iterate_phdr(could_move, NULL) == 0;
+	return !env_asks_output() && dl_iterate_phdr(could_move, NULL) == 0;
 }
 
 /* Says, when a report or verbose is asked, that nothing was worth a move. */
