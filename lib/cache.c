@@ -48,6 +48,17 @@ int ht_cache_name(const struct ht_cache_key *k, char *buf, size_t len)
 	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : n;
 }
 
+void ht_cache_key_of_file(struct ht_cache_key *k, const struct stat *st)
+{
+	k->build_id = NULL;
+	k->build_id_len = 0;
+	k->dev = st->st_dev;
+	k->ino = st->st_ino;
+	k->size = (uint64_t)st->st_size;
+	k->mtime_sec = st->st_mtim.tv_sec;
+	k->mtime_nsec = st->st_mtim.tv_nsec;
+}
+
 const char *ht_cache_distrust(const struct stat *st, uid_t euid, int want_dir)
 {
 	if (want_dir ? !S_ISDIR(st->st_mode) : !S_ISREG(st->st_mode))
@@ -234,6 +245,9 @@ static int same_code(const char *copy, struct ht_span span, size_t mapped)
 {
 	size_t step = mapped / HT_CACHE_SAMPLES;
 
+	/* No span is this short (the callers' spans are whole 2 MiB pages): refuse, never read out. */
+	if (mapped < HT_CACHE_SAMPLE_LEN)
+		return 0;
 	for (size_t i = 0; i < HT_CACHE_SAMPLES; i++) {
 		size_t at = i * step + (i * 40503u) % (step > HT_CACHE_SAMPLE_LEN ? step - HT_CACHE_SAMPLE_LEN : 1);
 

@@ -34,6 +34,12 @@ struct ht_cache_key {
 int ht_cache_name(const struct ht_cache_key *k, char *buf, size_t len);
 
 /*
+ * Names @k by the file @st describes (device, inode, size, time), not by a
+ * build ID: what the text service's entries, shared by all users, use.
+ */
+void ht_cache_key_of_file(struct ht_cache_key *k, const struct stat *st);
+
+/*
  * Why a cache directory or file may not be trusted by @euid, or NULL when
  * it may: it must belong to @euid or root and be writable by no one else.
  */

@@ -38,13 +38,21 @@ static int served_by_service(const struct ht_options *opt, const struct ht_cache
 			     int present, struct ht_region *g)
 {
 	const char *why = "";
+	struct ht_cache_key file_key = *key;
 	struct stat st;
 	int err;
 
 	if (ht_sys_fstat(src->fd, &st) < 0 || ht_offer_refusal(&st))
 		return 0;
+	/*
+	 * Root's entries are named by the file they were filled from, never by
+	 * its build ID: any file may claim any build ID, and an entry filled
+	 * from a look-alike would serve every process of the machine (the
+	 * samples checked at mapping time cannot tell).  docs/service.md.
+	 */
+	ht_cache_key_of_file(&file_key, &st);
 	if (present) {
-		err = ht_cache_move(opt, key, HT_CACHE_SHARED_HIT, p->span, src, g);
+		err = ht_cache_move(opt, &file_key, HT_CACHE_SHARED_HIT, p->span, src, g);
 		if (err == 0)
 			return 1;
 		/* Why the service's entry was not used (stale, damaged...): the offer says it again. */
@@ -91,11 +99,7 @@ int ht_try_cache(const struct ht_options *opt, const struct ht_object *o,
 		key.build_id = o->build_id;
 		key.build_id_len = o->build_id_len;
 	} else if (ht_sys_fstat(src->fd, &st) == 0) {
-		key.dev = st.st_dev;
-		key.ino = st.st_ino;
-		key.size = (uint64_t)st.st_size;
-		key.mtime_sec = st.st_mtim.tv_sec;
-		key.mtime_nsec = st.st_mtim.tv_nsec;
+		ht_cache_key_of_file(&key, &st);
 	}
 	/*
 	 * Where set-up made no cache, the one open() above is all the cache

@@ -259,10 +259,10 @@ std::vector<std::string> node_match_vars()
 	return {};
 }
 
-world_dir::world_dir()
+world_dir::world_dir(const std::string &base)
 {
-	char tmpl[] = "/tmp/hugetext-world-XXXXXX";
-	if (mkdtemp(tmpl) && chmod(tmpl, 0755) == 0)
+	std::string tmpl = base + "/hugetext-world-XXXXXX";
+	if (mkdtemp(&tmpl[0]) && chmod(tmpl.c_str(), 0755) == 0)
 		path = tmpl;
 }
 

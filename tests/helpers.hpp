@@ -55,7 +55,8 @@ std::string temp_path(const std::string &name, const std::string &in = "");
 // 700 on Debian) is out of their reach.  Removed with what it holds.
 struct world_dir {
 	std::string path; // "" when it could not be made
-	world_dir();
+	// A new directory under @base (/tmp by default), mode 0755.
+	explicit world_dir(const std::string &base = "/tmp");
 	~world_dir();
 	world_dir(const world_dir &) = delete;
 	world_dir &operator=(const world_dir &) = delete;

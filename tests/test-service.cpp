@@ -336,14 +336,30 @@ TEST_CASE("the first start offers its code and copies nothing; the next maps roo
 	CHECK(second.count("private_huge_bytes") == 0);
 	CHECK(svc.num("offers") == 1); // a hit offers nothing
 
+	SECTION("another file with the same build ID does not map the entry")
+	{
+		// Root's entries are named by their file: a file that claims the
+		// same build ID (here the same bytes, elsewhere a user's look-alike)
+		// is offered on its own, never served another file's entry.
+		std::string twin = program_copy("service-twin");
+		report_line t = run_once(twin, { "HUGETEXT_PAGE_CACHE=0" });
+		CHECK(t["cache"] == "offered");
+		CHECK(t["status"] == "skipped");
+		CHECK(svc.wait_for("filled_total", 2));
+	}
+
 	SECTION("another user's start maps the same entry")
 	{
-		world_dir w;
+		// Root's first start is of the same file, in a directory both can
+		// reach on a mount no user made (/tmp may be a nosuid tmpfs).
+		world_dir w("/var/tmp");
 		REQUIRE(!w.path.empty());
 		std::string mine = w.put(prog);
 		std::string lib = w.put(preload());
 		REQUIRE(!mine.empty());
 		REQUIRE(!lib.empty());
+		CHECK(run_once(mine, { "HUGETEXT_PAGE_CACHE=0" })["cache"] == "offered");
+		REQUIRE(svc.wait_for("filled_total", 2));
 		std::string report = w.path + "/report.json";
 		// Made first, writable by nobody: setpriv (root) would make it root's.
 		int rfd = open(report.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0666);
@@ -514,7 +530,47 @@ TEST_CASE("hostile clients are refused and the service goes on serving", "[servi
 	REQUIRE(fchmod(fd, 0666) == 0);
 	REQUIRE(send_raw(&good, sizeof(good), { fd }) == 0);
 	refused_more("group- or world-writable");
+	// Root's, written by nobody else, but not for others to read: an entry
+	// (mode 0444) would show it to every user.
+	REQUIRE(fchmod(fd, 0640) == 0);
+	REQUIRE(send_raw(&good, sizeof(good), { fd }) == 0);
+	refused_more("others may not read the file");
 	close(fd);
+
+	// Descriptors that do not read: root must not read through them what
+	// the sender could not.
+	int opath = open(prog.c_str(), O_PATH);
+	REQUIRE(opath >= 0);
+	REQUIRE(send_raw(&good, sizeof(good), { opath }) == 0);
+	refused_more("the descriptor is not open for reading");
+	close(opath);
+	int wronly = open(prog.c_str(), O_WRONLY);
+	REQUIRE(wronly >= 0);
+	REQUIRE(send_raw(&good, sizeof(good), { wronly }) == 0);
+	refused_more("the descriptor is not open for reading");
+	close(wronly);
+
+	// Root's file on a nosuid mount (what a user's disk image or FUSE
+	// mount looks like: root-owned files holding that user's bytes).
+	std::string mnt = temp_path("service-nosuid", build_path("tests"));
+	rmdir(mnt.c_str());
+	REQUIRE(mkdir(mnt.c_str(), 0755) == 0);
+	REQUIRE(mount("test-nosuid", mnt.c_str(), "tmpfs", MS_NOSUID | MS_NODEV, "size=64m,mode=0755") == 0);
+	std::string there = mnt + "/prog";
+	{
+		std::string bytes = read_file(prog);
+		int tfd = open(there.c_str(), O_WRONLY | O_CREAT | O_EXCL, 0755);
+		REQUIRE(tfd >= 0);
+		REQUIRE(write(tfd, bytes.data(), bytes.size()) == (ssize_t)bytes.size());
+		close(tfd);
+	}
+	int nfd = open(there.c_str(), O_RDONLY);
+	REQUIRE(nfd >= 0);
+	REQUIRE(send_raw(&good, sizeof(good), { nfd }) == 0);
+	refused_more("nosuid or FUSE mount");
+	close(nfd);
+	CHECK(umount2(mnt.c_str(), MNT_DETACH) == 0);
+	rmdir(mnt.c_str());
 
 	// The real program, but we do not run it.
 	int pfd = open(prog.c_str(), O_RDONLY);
@@ -555,6 +611,12 @@ TEST_CASE("hostile clients are refused and the service goes on serving", "[servi
 	int quiet = socket(AF_UNIX, SOCK_SEQPACKET, 0);
 	REQUIRE(connect(quiet, (struct sockaddr *)&a, sizeof(a)) == 0);
 
+	// A user made the cache's shared/ first (its mount is mode 1777): the
+	// service moves it aside and fills its own.
+	REQUIRE(mkdir(shared_dir.c_str(), 0777) == 0);
+	REQUIRE(chmod(shared_dir.c_str(), 0777) == 0);
+	REQUIRE(chown(shared_dir.c_str(), 65534, 65534) == 0);
+
 	// Still serving: a well-formed offer of a file we run waits while we
 	// run it (the service reads and drops nothing under a running sender)
 	// and is filled once we no longer do.
@@ -570,6 +632,11 @@ TEST_CASE("hostile clients are refused and the service goes on serving", "[servi
 	// Every descriptor it was sent is closed again.
 	CHECK(open_fds(svc.pid) == fds_before);
 	CHECK(cache_entry(shared_dir) != "");
+	struct stat sst;
+	REQUIRE(lstat(shared_dir.c_str(), &sst) == 0);
+	CHECK(sst.st_uid == 0);
+	CHECK((sst.st_mode & 0777) == 0755);
+	CHECK(svc.text().find("moved aside") != std::string::npos);
 }
 
 TEST_CASE("an offer whose sender has exited before the service reads it is taken on the file's checks",
@@ -628,9 +695,16 @@ TEST_CASE("an entry its file no longer matches is not mapped, and the service re
 		at += run ? run : 1;
 	}
 	REQUIRE(changed > span_len / 2);
+	// Written with its time put back: the entry's name (device, inode, size,
+	// time) still fits, and only the bytes tell (a file rewritten with a new
+	// time simply gets an entry of its own).
+	struct stat before;
+	REQUIRE(stat(prog.c_str(), &before) == 0);
 	int fd = open(prog.c_str(), O_WRONLY);
 	REQUIRE(fd >= 0);
 	REQUIRE(pwrite(fd, bytes.data(), bytes.size(), 0) == (ssize_t)bytes.size());
+	struct timespec times[2] = { before.st_atim, before.st_mtim };
+	REQUIRE(futimens(fd, times) == 0);
 	close(fd);
 	// The program runs as before; the report says why the entry was not used.
 	report_line l = run_once(prog, { "HUGETEXT_PAGE_CACHE=0" });

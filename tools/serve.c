@@ -33,6 +33,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
+#include <sys/statvfs.h>
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
@@ -78,8 +79,8 @@ struct key {
 	dev_t dev;
 	ino_t ino;
 	off_t size;
-	int64_t mtime_sec;
-	long mtime_nsec;
+	int64_t mtime_sec, ctime_sec;
+	long mtime_nsec, ctime_nsec; /* the change time too: a write that put the time back */
 	uint64_t file_off, len, mapped;
 };
 
@@ -219,6 +220,8 @@ static void key_of(const struct stat *st, const struct ht_offer *m, struct key *
 	k->size = st->st_size;
 	k->mtime_sec = st->st_mtim.tv_sec;
 	k->mtime_nsec = st->st_mtim.tv_nsec;
+	k->ctime_sec = st->st_ctim.tv_sec;
+	k->ctime_nsec = st->st_ctim.tv_nsec;
 	k->file_off = m->file_off;
 	k->len = m->len;
 	k->mapped = m->mapped;
@@ -245,37 +248,16 @@ static void remember(const struct key *k)
 	S.ndone += S.ndone < MAX_DONE;
 }
 
-/* The build ID of the ELF file mapped at @map, as the library reads it from memory. */
-static size_t file_build_id(const struct hte_file *f, unsigned char *id, size_t max)
-{
-	const unsigned char *map = f->map;
-
-	if (f->elf.elfclass != 64 || f->elf.msb || f->elf.phentsize != sizeof(Elf64_Phdr))
-		return 0;
-	for (size_t i = 0; i < f->elf.phnum; i++) {
-		Elf64_Phdr ph;
-		int n;
-
-		memcpy(&ph, map + f->elf.phoff + i * sizeof(ph), sizeof(ph));
-		if (ph.p_type != PT_NOTE || ph.p_filesz > (1u << 20) || ph.p_offset > f->len ||
-		    ph.p_filesz > f->len - ph.p_offset)
-			continue;
-		n = ht_note_build_id(map + ph.p_offset, ph.p_filesz, id, max);
-		if (n > 0)
-			return (size_t)n;
-	}
-	return 0;
-}
-
 /*
- * The entry's name, as the library would name it.  The offer's span must
- * lie in an executable segment of a valid ELF file.  Returns: NULL or why not.
+ * The entry's name, as the library looks it up: by the offered file itself
+ * (device, inode, size, time), never by its build ID, which any file can
+ * claim (docs/service.md).  The offer's span must lie in an executable
+ * segment of a valid ELF file.  Returns: NULL or why not.
  */
 static const char *entry_name(int fd, const struct stat *st, const struct ht_offer *m, char *name,
 			      size_t len)
 {
 	struct ht_cache_key ck = { .file_off = m->file_off, .len = m->len, .mapped = m->mapped };
-	unsigned char id[64];
 	char path[64];
 	struct hte_file f;
 	int in_text = 0;
@@ -291,20 +273,47 @@ static const char *entry_name(int fd, const struct stat *st, const struct ht_off
 		    s->offset < m->file_off + m->mapped)
 			in_text = 1;
 	}
-	ck.build_id_len = file_build_id(&f, id, sizeof(id));
-	ck.build_id = ck.build_id_len ? id : NULL;
 	hte_file_close(&f);
 	if (!in_text)
 		return "the span is not in the file's code";
-	ck.dev = st->st_dev;
-	ck.ino = st->st_ino;
-	ck.size = (uint64_t)st->st_size;
-	ck.mtime_sec = st->st_mtim.tv_sec;
-	ck.mtime_nsec = st->st_mtim.tv_nsec;
+	ht_cache_key_of_file(&ck, st);
 	return ht_cache_name(&ck, name, len) < 0 ? "cache key too long" : NULL;
 }
 
 /* --- the shared cache --- */
+
+#ifndef FUSE_SUPER_MAGIC
+#define FUSE_SUPER_MAGIC 0x65735546 /* statfs(2)'s f_type of FUSE */
+#endif
+
+/*
+ * The cache's mount is mode 1777 (users keep their own entries there), so
+ * a user may make "shared" before the service does, and the service then
+ * could fill nothing.  Whatever is there that is not root's own directory,
+ * writable by root alone, is moved aside (root may, in a sticky
+ * directory) and a new one made.  Returns: 0, or -errno.
+ */
+static int make_shared_dir(int mfd)
+{
+	struct stat st;
+	char aside[96];
+
+	for (int tries = 0; tries < 2; tries++) {
+		if (mkdirat(mfd, HT_SERVICE_SHARED, 0755) == 0)
+			return 0;
+		if (errno != EEXIST || fstatat(mfd, HT_SERVICE_SHARED, &st, AT_SYMLINK_NOFOLLOW) < 0)
+			return -errno;
+		if (S_ISDIR(st.st_mode) && st.st_uid == 0 && !(st.st_mode & 022))
+			return 0;
+		snprintf(aside, sizeof(aside), "%s.untrusted.%ld.%ld", HT_SERVICE_SHARED, (long)getpid(),
+			 (long)time(NULL));
+		if (renameat(mfd, HT_SERVICE_SHARED, mfd, aside) < 0)
+			return -errno;
+		log_add(&S.refused, "%s/%s belonged to uid %u: moved aside as %s", HT_TEXT_CACHE_DIR,
+			HT_SERVICE_SHARED, (unsigned)st.st_uid, aside);
+	}
+	return -EPERM;
+}
 
 /* HT_TEXT_CACHE_DIR, mounted (huge tmpfs, S.cache_size) when absent; its shared/ made. */
 static int open_shared_dir(int *mfd_out)
@@ -327,8 +336,8 @@ static int open_shared_dir(int *mfd_out)
 	mfd = open(HT_TEXT_CACHE_DIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (mfd < 0)
 		return -errno;
-	if (mkdirat(mfd, HT_SERVICE_SHARED, 0755) < 0 && errno != EEXIST) {
-		err = -errno;
+	err = make_shared_dir(mfd);
+	if (err < 0) {
 		close(mfd);
 		return err;
 	}
@@ -443,7 +452,8 @@ static int unchanged(int fd, const struct stat *was)
 	struct stat now;
 
 	return fstat(fd, &now) == 0 && now.st_size == was->st_size &&
-	       now.st_mtim.tv_sec == was->st_mtim.tv_sec && now.st_mtim.tv_nsec == was->st_mtim.tv_nsec;
+	       now.st_mtim.tv_sec == was->st_mtim.tv_sec && now.st_mtim.tv_nsec == was->st_mtim.tv_nsec &&
+	       now.st_ctim.tv_sec == was->st_ctim.tv_sec && now.st_ctim.tv_nsec == was->st_ctim.tv_nsec;
 }
 
 /*
@@ -632,6 +642,32 @@ static int attempt(struct pending *p, const char **why)
 }
 
 /* The offer's checks; fills @st and the entry's @name (of @len).  Returns: NULL, or why it is refused. */
+/*
+ * What root does with the file on the sender's behalf must be what the
+ * sender and every other user could do themselves: read it (an O_PATH
+ * descriptor or one open for writing only would let root read what the
+ * sender cannot; an entry, mode 0444, would show it to everyone), on a
+ * mount that no user made (a disk image or FUSE file system mounted by a
+ * user is nosuid: its root-owned files hold that user's bytes).
+ * Returns: NULL, or why not.
+ */
+static const char *reader_refusal(int fd, const struct stat *st)
+{
+	int fl = fcntl(fd, F_GETFL);
+	struct statvfs vfs;
+	struct statfs fs;
+
+	if (fl < 0 || (fl & O_PATH) || (fl & O_ACCMODE) == O_WRONLY)
+		return "the descriptor is not open for reading";
+	if (!(st->st_mode & S_IROTH))
+		return "others may not read the file";
+	if (fstatvfs(fd, &vfs) < 0 || fstatfs(fd, &fs) < 0)
+		return "cannot stat the file's mount";
+	if ((vfs.f_flag & ST_NOSUID) || fs.f_type == FUSE_SUPER_MAGIC)
+		return "the file is on a nosuid or FUSE mount (users can make those)";
+	return NULL;
+}
+
 static const char *check_offer(int fd, const struct ht_offer *m, const struct ucred *who,
 			       struct stat *st, char *name, size_t len)
 {
@@ -643,6 +679,8 @@ static const char *check_offer(int fd, const struct ht_offer *m, const struct uc
 	if (fstat(fd, st) < 0)
 		return "cannot stat the descriptor";
 	why = ht_offer_refusal(st);
+	if (!why)
+		why = reader_refusal(fd, st);
 	if (!why)
 		why = ht_offer_check(m, (uint64_t)st->st_size);
 	/* A span that is no code of a readable ELF file is refused now, not after the wait. */
@@ -841,8 +879,12 @@ static void take_one(int lfd)
 	if (c < 0)
 		return;
 	pf = (struct pollfd){ c, POLLIN, 0 };
-	/* A client that connects and sends nothing stalls the service 200 ms at most. */
-	if (getsockopt(c, SOL_SOCKET, SO_PEERCRED, &who, &wl) < 0 || poll(&pf, 1, 200) != 1) {
+	/*
+	 * A client sends its offer right after connecting: one that connects
+	 * and sends nothing stalls the service 20 ms at most (a flood of them
+	 * slows the service, never the programs, which do not wait for it).
+	 */
+	if (getsockopt(c, SOL_SOCKET, SO_PEERCRED, &who, &wl) < 0 || poll(&pf, 1, 20) != 1) {
 		close(c);
 		return;
 	}
