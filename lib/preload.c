@@ -142,6 +142,23 @@ static int starts_with(const char *s, const char *prefix)
 }
 
 /*
+ * Whether a variable of the environment starts with @a or @b.  The loop
+ * needs no libc call, and the callers' prefixes are writable arrays, so in
+ * .data: ld.so writes that page (the GOT) at every start anyway, while
+ * string literals would make this path alone fault in a page of .rodata.
+ */
+static int env_has(const char *a, const char *b)
+{
+	/* glibc's own name, the one its getenv() reads: a program's "environ" may be its own. */
+	extern char **__environ;
+
+	for (char **e = __environ; e && *e; e++)
+		if (starts_with(*e, a) || starts_with(*e, b))
+			return 1;
+	return 0;
+}
+
+/*
  * Whether the environment holds any setting of ours (HUGETEXT_*, iodlr's
  * IODLR_USE_EXPLICIT_HP).  Most programs' holds none, and one pass over it
  * costs a tenth of the 28 lookups it spares, which were 6.9k of the 23k
@@ -150,19 +167,9 @@ static int starts_with(const char *s, const char *prefix)
  */
 static int env_has_settings(void)
 {
-	/* glibc's own name, the one its getenv() reads: a program's "environ" may be its own. */
-	extern char **__environ;
-	/*
-	 * Writable, so in .data: ld.so writes that page (the GOT) at every
-	 * start anyway, while string literals would make this path alone fault
-	 * in a page of .rodata.
-	 */
 	static char hugetext[] = "HUGETEXT_", iodlr[] = "IODLR_";
 
-	for (char **e = __environ; e && *e; e++)
-		if (starts_with(*e, hugetext) || starts_with(*e, iodlr))
-			return 1;
-	return 0;
+	return env_has(hugetext, iodlr);
 }
 
 /* The HUGETEXT_* variables over the policy file; each ignored value gets a note. */
@@ -221,13 +228,9 @@ static int could_move(struct dl_phdr_info *info, size_t size, void *unused)
  */
 static int env_asks_output(void)
 {
-	extern char **__environ;
 	static char report[] = "HUGETEXT_REPORT=", verbose[] = "HUGETEXT_VERBOSE=";
 
-	for (char **e = __environ; e && *e; e++)
-		if (starts_with(*e, report) || starts_with(*e, verbose))
-			return 1;
-	return 0;
+	return env_has(report, verbose);
 }
 
 /*
