@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/statvfs.h>
 #include <sys/un.h>
 
 const char *ht_offer_refusal(const struct stat *st)
@@ -17,6 +18,19 @@ const char *ht_offer_refusal(const struct stat *st)
 		return "the file does not belong to root";
 	if (st->st_mode & (S_IWGRP | S_IWOTH))
 		return "the file is group- or world-writable";
+	if (!(st->st_mode & S_IROTH))
+		return "others may not read the file";
+	return NULL;
+}
+
+/* statfs(2)'s f_type of FUSE. */
+#define HT_FUSE_MAGIC 0x65735546
+
+const char *ht_offer_mount_refusal(const struct statfs *fs)
+{
+	/* statfs's f_flags carries the mount's ST_ flags (Linux 2.6.36 on). */
+	if ((fs->f_flags & ST_NOSUID) || fs->f_type == HT_FUSE_MAGIC)
+		return "the file is on a nosuid or FUSE mount (users can make those)";
 	return NULL;
 }
 

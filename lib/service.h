@@ -22,6 +22,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 
 /* The service's socket (a SOCK_SEQPACKET listener); tests may bind another. */
 #define HT_SERVICE_SOCKET "/run/hugetext/service.sock"
@@ -39,10 +40,19 @@ struct ht_offer {
 
 /*
  * Whether a file may be offered (and, on the service's side, served):
- * a regular file that belongs to root and that nobody else may write.
+ * a regular file that belongs to root, that nobody else may write and
+ * that everyone may read (an entry, mode 0444, shows it to every user).
  * Returns: NULL, or why not.  Pure.
  */
 const char *ht_offer_refusal(const struct stat *st);
+
+/*
+ * Whether the mount a file lies on (@fs, its fstatfs) may hold served
+ * files: not a nosuid or FUSE mount, which users can make (a disk image,
+ * a FUSE file system), so that their root-owned files hold a user's bytes.
+ * Returns: NULL, or why not.  Pure.
+ */
+const char *ht_offer_mount_refusal(const struct statfs *fs);
 
 /*
  * Checks an offer's numbers against the file's size.  Returns: NULL, or

@@ -39,10 +39,13 @@ static int served_by_service(const struct ht_options *opt, const struct ht_cache
 {
 	const char *why = "";
 	struct ht_cache_key file_key = *key;
+	struct statfs fs;
 	struct stat st;
 	int err;
 
-	if (ht_sys_fstat(src->fd, &st) < 0 || ht_offer_refusal(&st))
+	/* What the service would refuse is not its to serve, nor worth a message. */
+	if (ht_sys_fstat(src->fd, &st) < 0 || ht_offer_refusal(&st) ||
+	    ht_sys_fstatfs(src->fd, &fs) < 0 || ht_offer_mount_refusal(&fs))
 		return 0;
 	/*
 	 * Root's entries are named by the file they were filled from, never by

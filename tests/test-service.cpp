@@ -20,6 +20,7 @@
 #include <sys/mount.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/statvfs.h>
 #include <sys/sysmacros.h>
 #include <sys/un.h>
@@ -120,6 +121,35 @@ struct text_cache {
 	{
 		while (umount2(text_dir.c_str(), MNT_DETACH) == 0) {
 		}
+	}
+};
+
+// A tmpfs mounted nosuid, as a user's disk image or FUSE mount is: root's
+// files there hold whatever its user put in them.
+struct nosuid_dir {
+	std::string path = temp_path("service-nosuid", build_path("tests"));
+	bool ok;
+	nosuid_dir()
+	{
+		rmdir(path.c_str());
+		ok = mkdir(path.c_str(), 0755) == 0 &&
+		     mount("test-nosuid", path.c_str(), "tmpfs", MS_NOSUID | MS_NODEV, "size=64m,mode=0755") == 0;
+	}
+	~nosuid_dir()
+	{
+		umount2(path.c_str(), MNT_DETACH);
+		rmdir(path.c_str());
+	}
+	// Copies @from in as root's file of @mode; returns its path, or "".
+	std::string put(const std::string &from, mode_t mode = 0755)
+	{
+		std::string bytes = read_file(from), to = path + "/" + from.substr(from.rfind('/') + 1);
+		int fd = open(to.c_str(), O_WRONLY | O_CREAT | O_EXCL, mode);
+		bool done = fd >= 0 && write(fd, bytes.data(), bytes.size()) == (ssize_t)bytes.size() &&
+			    fchmod(fd, mode) == 0;
+		if (fd >= 0)
+			close(fd);
+		return done ? to : "";
 	}
 };
 
@@ -272,6 +302,18 @@ TEST_CASE("pure parts: offers, maps, eviction order, the cache's default size", 
 	CHECK(ht_offer_refusal(&st) != nullptr);
 	st.st_mode = S_IFDIR | 0755;
 	CHECK(ht_offer_refusal(&st) != nullptr);
+	st.st_mode = S_IFREG | 0750; // an entry (0444) would show it to everyone
+	CHECK(std::string(ht_offer_refusal(&st)).find("read") != std::string::npos);
+
+	struct statfs fs = {};
+	fs.f_type = 0xEF53; // ext4
+	CHECK(ht_offer_mount_refusal(&fs) == nullptr);
+	fs.f_flags = ST_NOSUID;
+	CHECK(ht_offer_mount_refusal(&fs) != nullptr);
+	fs.f_flags = ST_NODEV | ST_NOEXEC;
+	CHECK(ht_offer_mount_refusal(&fs) == nullptr);
+	fs.f_type = 0x65735546; // FUSE
+	CHECK(ht_offer_mount_refusal(&fs) != nullptr);
 
 	ht_offer m = offer_of(0x200000, 0x400000, 0x3ff000);
 	CHECK(ht_offer_check(&m, 0x800000) == nullptr);
@@ -557,25 +599,17 @@ TEST_CASE("hostile clients are refused and the service goes on serving", "[servi
 
 	// Root's file on a nosuid mount (what a user's disk image or FUSE
 	// mount looks like: root-owned files holding that user's bytes).
-	std::string mnt = temp_path("service-nosuid", build_path("tests"));
-	rmdir(mnt.c_str());
-	REQUIRE(mkdir(mnt.c_str(), 0755) == 0);
-	REQUIRE(mount("test-nosuid", mnt.c_str(), "tmpfs", MS_NOSUID | MS_NODEV, "size=64m,mode=0755") == 0);
-	std::string there = mnt + "/prog";
 	{
-		std::string bytes = read_file(prog);
-		int tfd = open(there.c_str(), O_WRONLY | O_CREAT | O_EXCL, 0755);
-		REQUIRE(tfd >= 0);
-		REQUIRE(write(tfd, bytes.data(), bytes.size()) == (ssize_t)bytes.size());
-		close(tfd);
+		nosuid_dir nosuid;
+		REQUIRE(nosuid.ok);
+		std::string there = nosuid.put(prog);
+		REQUIRE(!there.empty());
+		int nfd = open(there.c_str(), O_RDONLY);
+		REQUIRE(nfd >= 0);
+		REQUIRE(send_raw(&good, sizeof(good), { nfd }) == 0);
+		refused_more("nosuid or FUSE mount");
+		close(nfd);
 	}
-	int nfd = open(there.c_str(), O_RDONLY);
-	REQUIRE(nfd >= 0);
-	REQUIRE(send_raw(&good, sizeof(good), { nfd }) == 0);
-	refused_more("nosuid or FUSE mount");
-	close(nfd);
-	CHECK(umount2(mnt.c_str(), MNT_DETACH) == 0);
-	rmdir(mnt.c_str());
 
 	// The real program, but we do not run it.
 	int pfd = open(prog.c_str(), O_RDONLY);
@@ -753,6 +787,35 @@ TEST_CASE("a full cache evicts what no process mapped; what cannot fit is refuse
 	CHECK(svc.wait_for("refused_total", refused + 1));
 	CHECK(svc.text().find("the shared cache is full") != std::string::npos);
 	CHECK(svc.num("evicted_total") == 1);
+}
+
+TEST_CASE("what the service would refuse is not offered: the start fills the user's own entry", "[service]")
+{
+	text_cache cache;
+	REQUIRE(cache.ok);
+	service svc({ "--no-warm" });
+	REQUIRE(svc.alive());
+	// Root's program on a nosuid mount, and one others may not read: the
+	// library knows the service's answer and does not ask (one message and
+	// a refusal in the state file at every start, before).
+	nosuid_dir nosuid;
+	REQUIRE(nosuid.ok);
+	std::string there = nosuid.put(other_program("service-nosuid-prog", 0x11));
+	REQUIRE(!there.empty());
+	report_line l = run_once(there, { "HUGETEXT_PAGE_CACHE=0" });
+	CHECK(l["cache"] == "miss");
+	CHECK(l["status"] == "ok");
+	std::string closed = other_program("service-closed", 0x22);
+	REQUIRE(chmod(closed.c_str(), 0750) == 0);
+	l = run_once(closed, { "HUGETEXT_PAGE_CACHE=0" });
+	CHECK(l["cache"] == "miss");
+	CHECK(l["status"] == "ok");
+	INFO(svc.text());
+	CHECK(svc.num("offers") == 0);
+	CHECK(svc.num("refused_total") == 0);
+	// The same bytes where the service may serve them are offered.
+	CHECK(run_once(program_copy("service-open"), { "HUGETEXT_PAGE_CACHE=0" })["cache"] == "offered");
+	CHECK(svc.wait_for("offers", 1, 5));
 }
 
 TEST_CASE("no service, a dead one, or the setting off: nothing offered, the program as before",

@@ -33,7 +33,6 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
-#include <sys/statvfs.h>
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
@@ -281,10 +280,6 @@ static const char *entry_name(int fd, const struct stat *st, const struct ht_off
 }
 
 /* --- the shared cache --- */
-
-#ifndef FUSE_SUPER_MAGIC
-#define FUSE_SUPER_MAGIC 0x65735546 /* statfs(2)'s f_type of FUSE */
-#endif
 
 /*
  * The cache's mount is mode 1777 (users keep their own entries there), so
@@ -641,33 +636,28 @@ static int attempt(struct pending *p, const char **why)
 	return r != 0 ? r : later(p);
 }
 
-/* The offer's checks; fills @st and the entry's @name (of @len).  Returns: NULL, or why it is refused. */
 /*
  * What root does with the file on the sender's behalf must be what the
  * sender and every other user could do themselves: read it (an O_PATH
  * descriptor or one open for writing only would let root read what the
- * sender cannot; an entry, mode 0444, would show it to everyone), on a
- * mount that no user made (a disk image or FUSE file system mounted by a
- * user is nosuid: its root-owned files hold that user's bytes).
- * Returns: NULL, or why not.
+ * sender cannot; ht_offer_refusal asks that others may read the file), on
+ * a mount that no user made (ht_offer_mount_refusal: a disk image or FUSE
+ * file system mounted by a user is nosuid, and its root-owned files hold
+ * that user's bytes).  Returns: NULL, or why not.
  */
-static const char *reader_refusal(int fd, const struct stat *st)
+static const char *reader_refusal(int fd)
 {
 	int fl = fcntl(fd, F_GETFL);
-	struct statvfs vfs;
 	struct statfs fs;
 
 	if (fl < 0 || (fl & O_PATH) || (fl & O_ACCMODE) == O_WRONLY)
 		return "the descriptor is not open for reading";
-	if (!(st->st_mode & S_IROTH))
-		return "others may not read the file";
-	if (fstatvfs(fd, &vfs) < 0 || fstatfs(fd, &fs) < 0)
+	if (fstatfs(fd, &fs) < 0)
 		return "cannot stat the file's mount";
-	if ((vfs.f_flag & ST_NOSUID) || fs.f_type == FUSE_SUPER_MAGIC)
-		return "the file is on a nosuid or FUSE mount (users can make those)";
-	return NULL;
+	return ht_offer_mount_refusal(&fs);
 }
 
+/* The offer's checks; fills @st and the entry's @name (of @len).  Returns: NULL, or why it is refused. */
 static const char *check_offer(int fd, const struct ht_offer *m, const struct ucred *who,
 			       struct stat *st, char *name, size_t len)
 {
@@ -680,7 +670,7 @@ static const char *check_offer(int fd, const struct ht_offer *m, const struct uc
 		return "cannot stat the descriptor";
 	why = ht_offer_refusal(st);
 	if (!why)
-		why = reader_refusal(fd, st);
+		why = reader_refusal(fd);
 	if (!why)
 		why = ht_offer_check(m, (uint64_t)st->st_size);
 	/* A span that is no code of a readable ELF file is refused now, not after the wait. */
