@@ -38,6 +38,14 @@ void ht_note_ignored(char *notes, size_t len, const char *var, const char *val);
 
 /* --- report.c: the JSON and human lines, formatted into buffers --- */
 
+/*
+ * Bytes of the well-formed UTF-8 sequence that starts at @s (1 to 4), or 0
+ * when none does (RFC 3629: no overlong form, surrogate, or code point past
+ * U+10FFFF; a NUL ends any sequence, so a terminated string is never read
+ * past its end).  JSON must be UTF-8, and paths are any bytes.  Pure.
+ */
+size_t ht_utf8_len(const unsigned char *s);
+
 /* Returns: the length written (without NUL), or -ENOSPC. */
 int ht_format_json(const struct ht_region *r, long pid, char *buf, size_t len);
 int ht_format_human(const struct ht_region *r, char *buf, size_t len);

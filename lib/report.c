@@ -32,19 +32,57 @@ static void put(struct out *o, const char *fmt, ...)
 		o->used += (size_t)n;
 }
 
-/* JSON string body: quotes, backslashes and control bytes escaped. */
+size_t ht_utf8_len(const unsigned char *s)
+{
+	unsigned lo = 0x80, hi = 0xbf;
+	size_t n, i;
+
+	if (s[0] < 0x80)
+		return 1;
+	if (s[0] >= 0xc2 && s[0] <= 0xdf) {
+		n = 2;
+	} else if (s[0] >= 0xe0 && s[0] <= 0xef) {
+		n = 3;
+		lo = s[0] == 0xe0 ? 0xa0 : 0x80; /* overlong */
+		hi = s[0] == 0xed ? 0x9f : 0xbf; /* surrogates */
+	} else if (s[0] >= 0xf0 && s[0] <= 0xf4) {
+		n = 4;
+		lo = s[0] == 0xf0 ? 0x90 : 0x80; /* overlong */
+		hi = s[0] == 0xf4 ? 0x8f : 0xbf; /* past U+10FFFF */
+	} else {
+		return 0;
+	}
+	for (i = 1; i < n; i++) {
+		if (s[i] < lo || s[i] > hi)
+			return 0;
+		lo = 0x80;
+		hi = 0xbf;
+	}
+	return n;
+}
+
+/*
+ * JSON string body: quotes, backslashes and control bytes escaped; a byte
+ * that starts no UTF-8 sequence (a path in Latin-1) becomes U+FFFD, so the
+ * line stays JSON that every reader takes.
+ */
 static void put_json_string(struct out *o, const char *s)
 {
-	put(o, "\"");
-	for (; *s; s++) {
-		unsigned char c = (unsigned char)*s;
+	const unsigned char *p = (const unsigned char *)s;
+	size_t n;
 
-		if (c == '"' || c == '\\')
-			put(o, "\\%c", c);
-		else if (c < 0x20 || c == 0x7f)
-			put(o, "\\u%04x", c);
+	put(o, "\"");
+	while (*p) {
+		n = ht_utf8_len(p);
+		if (*p == '"' || *p == '\\')
+			put(o, "\\%c", *p);
+		else if (*p < 0x20 || *p == 0x7f)
+			put(o, "\\u%04x", *p);
+		else if (n)
+			put(o, "%.*s", (int)n, (const char *)p);
 		else
-			put(o, "%c", c);
+			put(o, "\\ufffd");
+		p += n ? n : 1;
 	}
 	put(o, "\"");
 }

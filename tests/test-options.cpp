@@ -135,6 +135,26 @@ TEST_CASE("the JSON line has every documented key and escapes the path", "[repor
 		   "\"ms\":1.500,\"status\":\"ok\",\"fill\":\"pread\"}\n");
 }
 
+TEST_CASE("the JSON line stays UTF-8 when the path is not", "[report]")
+{
+	const unsigned char ok2[] = "\xc3\xa9", ok4[] = "\xf0\x9f\x98\x80", cut[] = "\xe2\x82",
+			    overlong[] = "\xe0\x80\xaf", surrogate[] = "\xed\xa0\x80", high[] = "\xf4\x90\x80\x80";
+	CHECK(ht_utf8_len((const unsigned char *)"a") == 1);
+	CHECK(ht_utf8_len(ok2) == 2);
+	CHECK(ht_utf8_len(ok4) == 4);
+	CHECK(ht_utf8_len(cut) == 0); // the NUL ends it
+	CHECK(ht_utf8_len(overlong) == 0);
+	CHECK(ht_utf8_len(surrogate) == 0);
+	CHECK(ht_utf8_len(high) == 0);
+
+	char buf[1024];
+	struct ht_region r = sample_region(HT_STATUS_OK);
+	std::strcpy(r.object, "/opt/caf\xe9/\xc3\xa9");
+	int n = ht_format_json(&r, 1, buf, sizeof(buf));
+	REQUIRE(n > 0);
+	CHECK(std::string(buf, (size_t)n).find("\"object\":\"/opt/caf\\ufffd/\xc3\xa9\"") != std::string::npos);
+}
+
 TEST_CASE("a failed region's JSON names the error and errno", "[report]")
 {
 	char buf[1024];

@@ -26,7 +26,7 @@ void hte_error(const char *cmd, const char *fmt, ...) __attribute__((format(prin
 /* "2.0 MiB", "512 KiB", "100 B": one decimal above KiB.  Returns @buf. */
 const char *hte_human(uint64_t bytes, char *buf, size_t len);
 
-/* Writes @s as a JSON string, quotes included. */
+/* Writes @s as a JSON string, quotes included; bytes that are no UTF-8 become U+FFFD. */
 void hte_json_str(FILE *f, const char *s);
 
 /* Percentage of @part in @whole with one decimal, 100.0 when @whole is 0. */

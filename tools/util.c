@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* Small helpers shared by the subcommands. */
 #include "tool.h"
+#include "internal.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -39,14 +40,21 @@ const char *hte_human(uint64_t bytes, char *buf, size_t len)
 
 void hte_json_str(FILE *f, const char *s)
 {
+	const unsigned char *p = (const unsigned char *)s;
+	size_t n;
+
 	fputc('"', f);
-	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+	while (*p) {
+		n = ht_utf8_len(p); /* JSON is UTF-8; paths are any bytes */
 		if (*p == '"' || *p == '\\')
 			fprintf(f, "\\%c", *p);
-		else if (*p < 0x20)
+		else if (*p < 0x20 || *p == 0x7f)
 			fprintf(f, "\\u%04x", *p);
+		else if (n)
+			fwrite(p, 1, n, f);
 		else
-			fputc(*p, f);
+			fputs("\\ufffd", f);
+		p += n ? n : 1;
 	}
 	fputc('"', f);
 }

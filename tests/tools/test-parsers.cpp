@@ -91,6 +91,20 @@ TEST_CASE("JSON strings escape quotes, backslashes and control characters", "[ut
 	std::free(buf);
 }
 
+TEST_CASE("JSON strings are UTF-8 whatever bytes a path holds", "[util]")
+{
+	char *buf = nullptr;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	// Latin-1 "café", a valid "é" and "€", a cut sequence, an overlong '/',
+	// a surrogate, past U+10FFFF, DEL.
+	hte_json_str(f, "caf\xe9/\xc3\xa9\xe2\x82\xac/\xe2\x82/\xc0\xaf/\xed\xa0\x80/\xf4\x90\x80\x80\x7f");
+	std::fclose(f);
+	CHECK(std::string(buf) == "\"caf\\ufffd/\xc3\xa9\xe2\x82\xac/\\ufffd\\ufffd/\\ufffd\\ufffd/"
+				  "\\ufffd\\ufffd\\ufffd/\\ufffd\\ufffd\\ufffd\\ufffd\\u007f\"");
+	std::free(buf);
+}
+
 TEST_CASE("THP's current choice is the bracketed word", "[pool]")
 {
 	char c[32];
