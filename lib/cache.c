@@ -205,6 +205,16 @@ static int open_dir(const struct ht_options *opt, enum ht_cache_use use, int *tm
 {
 	int fd, err;
 
+	/*
+	 * A user's own entries are the user's to write: never map them into a
+	 * process with more privilege than that user (a program with file
+	 * capabilities or set-group-ID keeps the user's euid, so the user's
+	 * directory, and it could be made to run the user's code).  Root's
+	 * shared entries serve it; a set-user-ID-root program uses root's own.
+	 */
+	if (use != HT_CACHE_SHARED_HIT && ht_geteuid() != 0 && ht_sys_elevated())
+		return refuse(r, "a privileged process (set-ID, file capabilities) maps no user's cache entry",
+			      -EPERM);
 	if (use == HT_CACHE_SHARED_HIT) {
 		fd = open_text_dir(r, 1);
 	} else if (opt->share == HT_SHARE_AUTO) {

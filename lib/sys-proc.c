@@ -10,14 +10,44 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/capability.h>
+#include <sys/auxv.h>
 #include <sys/ioctl.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
 
 int ht_sys_thp_disabled(void)
 {
 	int saved = errno, ret = ht_sys.prctl(PR_GET_THP_DISABLE, 0);
 
 	ret = ret < 0 ? ht_sys_neg_errno() : ret != 0;
+	errno = saved;
+	return ret;
+}
+
+int ht_sys_elevated(void)
+{
+	struct __user_cap_header_struct head = { _LINUX_CAPABILITY_VERSION_3, 0 };
+	struct __user_cap_data_struct caps[2];
+	unsigned r, e, s, rg, eg, sg;
+	long (*sys)(long, ...) = ht_libc()->syscall;
+	int saved = errno, ret = 1;
+
+	if (getauxval(AT_SECURE) != 0)
+		goto out;
+	if (sys(SYS_getresuid, &r, &e, &s) < 0 || sys(SYS_getresgid, &rg, &eg, &sg) < 0)
+		goto out;
+	if (r != e || s != e || rg != eg || sg != eg)
+		goto out;
+	if (e == 0) {
+		ret = 0;
+		goto out;
+	}
+	if (sys(SYS_capget, &head, caps) < 0)
+		goto out;
+	/* Permitted, not only effective: a permitted capability can be raised. */
+	ret = (caps[0].permitted | caps[1].permitted | caps[0].effective | caps[1].effective) != 0;
+out:
 	errno = saved;
 	return ret;
 }

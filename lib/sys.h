@@ -243,6 +243,16 @@ int64_t ht_sys_read_huge(int fd, uint64_t off, size_t len, int every_page);
 int ht_sys_thp_disabled(void);
 
 /*
+ * Whether the process runs with more privilege than the user who started
+ * it, or could regain some: the loader's AT_SECURE (set-ID, file
+ * capabilities, an LSM's transition), real, effective and saved IDs that
+ * differ (a root daemon that lent itself to a user with seteuid), or a
+ * non-root process that holds capabilities.  1 when so, or when the kernel
+ * cannot say; 0 otherwise.  Asked each time: IDs change as a program runs.
+ */
+int ht_sys_elevated(void);
+
+/*
  * Gives the calling thread a descriptor table of its own, holding only
  * stderr (and only when @keep_stderr): the program can then neither close
  * our descriptors nor have its own closed or read by us.

@@ -24,6 +24,8 @@
 #include <sys/statvfs.h>
 #include <sys/sysmacros.h>
 #include <sys/un.h>
+#include <sys/xattr.h>
+#include <linux/capability.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -816,6 +818,94 @@ TEST_CASE("what the service would refuse is not offered: the start fills the use
 	// The same bytes where the service may serve them are offered.
 	CHECK(run_once(program_copy("service-open"), { "HUGETEXT_PAGE_CACHE=0" })["cache"] == "offered");
 	CHECK(svc.wait_for("offers", 1, 5));
+}
+
+// /etc with files of our own over it, for this namespace only (an overlay):
+// a set-ID program ignores LD_PRELOAD and HUGETEXT_*, not these.
+struct etc_overlay {
+	std::string top = temp_path("service-etc", build_path("tests"));
+	bool ok = false;
+	explicit etc_overlay(const std::vector<std::pair<std::string, std::string>> &files)
+	{
+		std::string opts = "lowerdir=/etc,upperdir=" + top + "/u,workdir=" + top + "/w";
+		rmdir(top.c_str());
+		if (mkdir(top.c_str(), 0755) < 0 || mount("test-etc", top.c_str(), "tmpfs", 0, "size=16m") < 0)
+			return;
+		mkdir((top + "/u").c_str(), 0755);
+		mkdir((top + "/w").c_str(), 0755);
+		if (mount("test-etc", "/etc", "overlay", 0, opts.c_str()) < 0)
+			return;
+		ok = true;
+		for (auto &f : files) {
+			FILE *o = std::fopen(("/etc/" + f.first).c_str(), "w");
+			ok = ok && o && std::fputs(f.second.c_str(), o) >= 0;
+			if (o)
+				std::fclose(o);
+		}
+	}
+	~etc_overlay()
+	{
+		if (ok || file_exists(top + "/w"))
+			umount2("/etc", MNT_DETACH);
+		umount2(top.c_str(), MNT_DETACH);
+		rmdir(top.c_str());
+	}
+};
+
+TEST_CASE("a program with file capabilities or set-group-ID never maps its user's own entry",
+	  "[service]")
+{
+	// Such a program keeps its user's euid, so its user's cache directory:
+	// an entry the user wrote could put the user's code in it.
+	text_cache cache;
+	REQUIRE(cache.ok);
+	struct statvfs tmp_fs;
+	bool tmp_nosuid = statvfs("/tmp", &tmp_fs) == 0 && (tmp_fs.f_flag & ST_NOSUID);
+	world_dir w(tmp_nosuid ? "/var/tmp" : "/tmp"); // nosuid would drop the privilege
+	REQUIRE(!w.path.empty());
+	std::string lib = w.put(preload());
+	// Three copies of one program (one build ID: one entry of the user's).
+	std::string caps = w.put(program_copy("service-caps"));
+	std::string sgid = w.put(program_copy("service-sgid"));
+	std::string plain_copy = w.put(program_copy("service-plain"));
+	REQUIRE(!lib.empty());
+	REQUIRE(!caps.empty());
+	REQUIRE(!sgid.empty());
+	REQUIRE(!plain_copy.empty());
+	// cap_net_bind_service, permitted and effective: AT_SECURE for its user.
+	struct vfs_cap_data cap = {};
+	cap.magic_etc = VFS_CAP_REVISION_2 | VFS_CAP_FLAGS_EFFECTIVE;
+	cap.data[0].permitted = 1u << CAP_NET_BIND_SERVICE;
+	REQUIRE(setxattr(caps.c_str(), "security.capability", &cap, sizeof(cap), 0) == 0);
+	REQUIRE(chown(sgid.c_str(), 0, 0) == 0);
+	REQUIRE(chmod(sgid.c_str(), 02755) == 0);
+
+	etc_overlay etc({ { "ld.so.preload", lib + "\n" }, { "hugetext.conf", "verbose = 1\nservice = 0\n" } });
+	REQUIRE(etc.ok);
+	std::string dir = text_dir + "/hugetext-65534";
+	auto as_nobody = [&](const std::string &p) {
+		run_result r = run_cmd({ "setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", p }, {});
+		INFO(p);
+		INFO(r.err);
+		CHECK(r.status == 0);
+		CHECK(r.err.find(p) != std::string::npos); // the preload's line: it ran
+		return r.err;
+	};
+
+	std::string e = as_nobody(caps);
+	CHECK(e.find("privileged process") != std::string::npos);
+	CHECK(cache_entry(dir).empty()); // nothing filled either
+	// The same bytes, unprivileged: its user's entry is filled and mapped.
+	e = as_nobody(plain_copy);
+	CHECK(e.find("cache miss") != std::string::npos);
+	REQUIRE(!cache_entry(dir).empty());
+	CHECK(as_nobody(plain_copy).find("cache hit") != std::string::npos);
+	// Now that the user's entry exists, the privileged ones still do not map it.
+	e = as_nobody(caps);
+	CHECK(e.find("cache hit") == std::string::npos);
+	CHECK(e.find("privileged process") != std::string::npos);
+	e = as_nobody(sgid);
+	CHECK(e.find("cache hit") == std::string::npos);
 }
 
 TEST_CASE("no service, a dead one, or the setting off: nothing offered, the program as before",
