@@ -127,6 +127,26 @@ static void write_symbols(const struct elfapi *e, Elf *elf, uintptr_t bias,
 	}
 }
 
+/*
+ * /tmp/perf-PID.map, where perf looks: any user can make that name first,
+ * for the PIDs to come.  Not through a link (NOFOLLOW), not a FIFO that
+ * would hold us (NONBLOCK, then the type), and not a file of another user's,
+ * who would read our code's addresses, or forge its symbols.
+ */
+static int open_map(const char *map)
+{
+	int fd = ht_sys_open(map, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY, 0644);
+	struct stat st;
+
+	if (fd < 0)
+		return fd;
+	if (ht_sys_fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_uid != ht_geteuid()) {
+		ht_sys_close(fd);
+		return -EPERM;
+	}
+	return fd;
+}
+
 int ht_perf_map_write(const char *path, uintptr_t bias, uintptr_t start, uintptr_t end)
 {
 	struct elfapi e;
@@ -141,7 +161,7 @@ int ht_perf_map_write(const char *path, uintptr_t bias, uintptr_t start, uintptr
 	s = malloc(sizeof(*s));
 	elf = fd >= 0 && s ? e.begin(fd, ELF_C_READ, NULL) : NULL;
 	snprintf(map, sizeof(map), "/tmp/perf-%ld.map", (long)ht_getpid());
-	err = elf ? ht_sys_open(map, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW, 0644) : -ENOEXEC;
+	err = elf ? open_map(map) : -ENOEXEC;
 	if (err >= 0) {
 		s->fd = err;
 		s->used = 0;

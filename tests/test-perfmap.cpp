@@ -7,6 +7,8 @@
 #include <signal.h>
 #include <sstream>
 #include <string>
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -144,4 +146,84 @@ TEST_CASE("a pattern that also matches libelf does not make the perf map wait fo
 		CHECK(read_file(map).find("bt_fn_") != std::string::npos);
 		unlink(map.c_str());
 	}
+}
+
+// Starts dso-linked with the perf map on, but only once @plant has made
+// what it likes at /tmp/perf-PID.map for the child's PID (as another user
+// may, for the PIDs to come).  Returns the child's exit status, or -1 when
+// it had not finished after a minute (killed then).
+static int run_after_planting(void (*plant)(const std::string &map))
+{
+	int go[2];
+	REQUIRE(pipe(go) == 0);
+	std::string prog = build_path("tests/dso-linked");
+	std::vector<std::string> env = { "LD_PRELOAD=" + preload(), "HUGETEXT_MODE=thp", "HUGETEXT_PERF_MAP=1",
+					 "HUGETEXT_MATCH=libbigtext", "HUGETEXT_COPY=now",
+					 "LD_LIBRARY_PATH=" + build_path("tests") };
+	std::vector<char *> ev;
+	for (auto &e : env)
+		ev.push_back(&e[0]);
+	ev.push_back(nullptr);
+	char *av[] = { &prog[0], const_cast<char *>("hold"), const_cast<char *>("10"), nullptr };
+	pid_t pid = fork();
+	REQUIRE(pid >= 0);
+	if (pid == 0) {
+		char c;
+		close(go[1]);
+		int null = open("/dev/null", O_RDWR);
+		dup2(null, 0);
+		dup2(null, 1);
+		dup2(null, 2);
+		if (read(go[0], &c, 1) == 1)
+			execve(av[0], av, ev.data());
+		_exit(127);
+	}
+	close(go[0]);
+	plant("/tmp/perf-" + std::to_string(pid) + ".map");
+	REQUIRE(write(go[1], "g", 1) == 1);
+	close(go[1]);
+	int status = 0;
+	for (int i = 0; i < (emulated() ? 6000 : 600); i++) {
+		if (waitpid(pid, &status, WNOHANG) == pid)
+			return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+		usleep(100000);
+	}
+	kill(pid, SIGKILL);
+	waitpid(pid, &status, 0);
+	return -1;
+}
+
+TEST_CASE("a perf map name another user made first is left alone and never waited on", "[perfmap]")
+{
+	static std::string made;
+	// A FIFO nobody reads: opening it for writing would wait for a reader.
+	CHECK(run_after_planting([](const std::string &map) {
+		      made = map;
+		      REQUIRE(mkfifo(map.c_str(), 0666) == 0);
+	      }) == 0);
+	unlink(made.c_str());
+	// Another user's file: they would read our code's addresses, or write symbols of their own.
+	CHECK(run_after_planting([](const std::string &map) {
+		      made = map;
+		      int fd = open(map.c_str(), O_WRONLY | O_CREAT | O_EXCL, 0666);
+		      REQUIRE(fd >= 0);
+		      REQUIRE(fchown(fd, 65534, 65534) == 0);
+		      close(fd);
+	      }) == 0);
+	struct stat st;
+	REQUIRE(stat(made.c_str(), &st) == 0);
+	CHECK(st.st_size == 0);
+	unlink(made.c_str());
+	// A file of our own is appended to (a JIT's map of the same process).
+	CHECK(run_after_planting([](const std::string &map) {
+		      made = map;
+		      int fd = open(map.c_str(), O_WRONLY | O_CREAT | O_EXCL, 0644);
+		      REQUIRE(fd >= 0);
+		      REQUIRE(write(fd, "1000 10 jitted\n", 15) == 15);
+		      close(fd);
+	      }) == 0);
+	std::string text = read_file(made);
+	unlink(made.c_str());
+	CHECK(text.rfind("1000 10 jitted\n", 0) == 0);
+	CHECK(text.size() > 15); // and the moved span's lines after it
 }

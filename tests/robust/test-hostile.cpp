@@ -309,6 +309,33 @@ TEST_CASE("a report path that is a FIFO nobody reads does not hang the program",
 	unlink(fifo.c_str());
 }
 
+TEST_CASE("a report path that is another user's link is not followed; root's links are", "[hostile][report]")
+{
+	if (!is_root()) {
+		WARN("not checked: needs root to make a link of another user's");
+		return;
+	}
+	// What another user may leave in /tmp for a name the docs suggest: a
+	// link to a file of ours that we would append to.
+	std::string target = temp_path("report-target"), link = temp_path("report-link");
+	{
+		int fd = open(target.c_str(), O_CREAT | O_WRONLY, 0600);
+		REQUIRE(fd >= 0);
+		close(fd);
+	}
+	REQUIRE(symlink(target.c_str(), link.c_str()) == 0);
+	REQUIRE(lchown(link.c_str(), 65534, 65534) == 0);
+	prog_result r = same_as_plain({ pie(), "smaps" }, { "HUGETEXT_REPORT=" + link });
+	CHECK(line_value(r.out, "huge_kb") != "0");
+	CHECK(read_file(target).empty());
+	// Our own link is followed.
+	REQUIRE(lchown(link.c_str(), 0, 0) == 0);
+	same_as_plain({ pie(), "smaps" }, { "HUGETEXT_REPORT=" + link });
+	CHECK(read_file(target).find("\"object\":") != std::string::npos);
+	unlink(link.c_str());
+	unlink(target.c_str());
+}
+
 // For the runs as nobody: the program and the preload where nobody can
 // reach them (the build may be in root's home, mode 700).
 struct as_nobody {
