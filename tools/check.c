@@ -459,7 +459,9 @@ static void print_pid_text(FILE *out, const char *pid, const char *exe, const st
 	uint64_t total = 0, huge = 0;
 	char h1[32], h2[32];
 
-	fprintf(out, "pid %s (%s): %zu executable mapping%s\n", pid, exe, n, n == 1 ? "" : "s");
+	fprintf(out, "pid %s (", pid);
+	hte_text_name(out, exe);
+	fprintf(out, "): %zu executable mapping%s\n", n, n == 1 ? "" : "s");
 	fprintf(out, "  %-18s  %-18s  %10s  %10s  %-9s  object\n", "start", "end", "size", "huge", "kind");
 	for (size_t i = 0; i < n; i++) {
 		const struct ht_smap *s = &rows[i].s;
@@ -469,9 +471,10 @@ static void print_pid_text(FILE *out, const char *pid, const char *exe, const st
 		print_hex(out, 18, s->map.start);
 		fputs("  ", out);
 		print_hex(out, 18, s->map.end);
-		fprintf(out, "  %10s  %10s  %-9s  %s%s\n", hte_human(b, h1, sizeof(h1)), hte_human(h, h2, sizeof(h2)),
-			huge_kind(s), rows[i].object[0] ? rows[i].object : "[anonymous]",
-			rows[i].moved ? " (moved)" : "");
+		fprintf(out, "  %10s  %10s  %-9s  ", hte_human(b, h1, sizeof(h1)), hte_human(h, h2, sizeof(h2)),
+			huge_kind(s));
+		hte_text_name(out, rows[i].object[0] ? rows[i].object : "[anonymous]");
+		fputs(rows[i].moved ? " (moved)\n" : "\n", out);
 		total += b;
 		huge += h;
 	}

@@ -463,13 +463,6 @@ static void text_how(FILE *f, const struct hte_proc *p)
 		fputc(']', f);
 }
 
-/* A program name on one line of the table: control bytes become '?'. */
-static void text_name(FILE *f, const char *s)
-{
-	for (; *s; s++)
-		fputc((unsigned char)*s < 0x20 || *s == 0x7f ? '?' : *s, f);
-}
-
 static void text_procs(FILE *f, const struct hte_status *st)
 {
 	char a[32], b[32];
@@ -482,7 +475,7 @@ static void text_procs(FILE *f, const struct hte_status *st)
 
 		fprintf(f, "  %8ld  %10s  %10s  ", p->pid, hte_human(p->code, a, sizeof(a)),
 			hte_human(huge_total(p), b, sizeof(b)));
-		text_name(f, p->program);
+		hte_text_name(f, p->program);
 		text_how(f, p);
 		fputc('\n', f);
 	}

@@ -29,6 +29,12 @@ const char *hte_human(uint64_t bytes, char *buf, size_t len);
 /* Writes @s as a JSON string, quotes included; bytes that are no UTF-8 become U+FFFD. */
 void hte_json_str(FILE *f, const char *s);
 
+/*
+ * Writes @s, a name another user chose (a path from /proc), for a terminal:
+ * control bytes become '?', so no escape sequence reaches it.
+ */
+void hte_text_name(FILE *f, const char *s);
+
 /* Percentage of @part in @whole with one decimal, 100.0 when @whole is 0. */
 double hte_percent(uint64_t part, uint64_t whole);
 

@@ -59,6 +59,12 @@ void hte_json_str(FILE *f, const char *s)
 	fputc('"', f);
 }
 
+void hte_text_name(FILE *f, const char *s)
+{
+	for (; *s; s++)
+		fputc((unsigned char)*s < 0x20 || *s == 0x7f ? '?' : *s, f);
+}
+
 /*
  * Rounded down to a tenth, as the tools print it: anything short of all
  * never reads "100.0%" (40.02 MiB of which 40 can be covered is 99.9%).

@@ -81,3 +81,20 @@ TEST_CASE("a process's moved code shows on huge pages, named after its program",
 	CHECK(t.out.find("pid " + pid + " (" + prog + "):") == 0);
 	CHECK(t.out.find("thp        " + prog + " (moved)") != std::string::npos);
 }
+
+TEST_CASE("a process's mapping names reach the terminal without their control bytes", "[live][pid]")
+{
+	// Any user may name a file so that printing it moves the cursor or
+	// retitles root's terminal.
+	std::string prog = temp_path("esc-\x1b[31mX\x1b[0m-\x1b]0;t\a-waiter", build_path("tests/tools"));
+	REQUIRE(run_cmd({ "cp", build_path("tests/tools/tools-waiter"), prog }).status == 0);
+	child w({ prog });
+	REQUIRE(w.read_line().compare(0, 5, "ready") == 0);
+	run_result t = tool({ "check", std::to_string(w.pid) });
+	CHECK(w.finish() == 0);
+	unlink(prog.c_str());
+	CHECK(t.status == 0);
+	CHECK(t.out.find('\x1b') == std::string::npos);
+	CHECK(t.out.find('\a') == std::string::npos);
+	CHECK(t.out.find("esc-?[31mX?[0m-?]0;t?-waiter") != std::string::npos);
+}
