@@ -11,6 +11,7 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -61,6 +62,35 @@ static int open_regular(struct hte_file *f, int writable, const char *cmd)
 	return 0;
 }
 
+/* The file hte_file_open mapped last: the SIGBUS message names it. */
+static const char *volatile reading;
+
+/*
+ * A mapped file that shrinks under us (another user truncating their own
+ * file while root checks it) faults on the next read: a clear message and
+ * exit 1, not a core dump.  Only async-signal-safe calls here.
+ */
+static void on_sigbus(int sig)
+{
+	static const char a[] = "hugetext: ", b[] = ": the file shrank while it was read; stopped\n";
+	const char *p = reading ? reading : "a mapped file";
+
+	(void)sig;
+	if (write(STDERR_FILENO, a, sizeof(a) - 1) >= 0 && write(STDERR_FILENO, p, strlen(p)) >= 0)
+		(void)!write(STDERR_FILENO, b, sizeof(b) - 1);
+	_exit(HTE_EXIT_FAIL);
+}
+
+static void catch_sigbus(void)
+{
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_sigbus;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGBUS, &sa, NULL);
+}
+
 int hte_file_open(struct hte_file *f, const char *path, int writable, const char *cmd)
 {
 	void *p;
@@ -78,6 +108,8 @@ int hte_file_open(struct hte_file *f, const char *path, int writable, const char
 		hte_check_buffer(head, n > 0 ? (size_t)n : 0, &f->elf);
 	} else {
 		/* Read-only: the checker promises not to write, so a write would fault loudly. */
+		reading = path;
+		catch_sigbus();
 		p = mmap(NULL, f->len, PROT_READ, MAP_PRIVATE, f->fd, 0);
 		if (p == MAP_FAILED) {
 			hte_error(cmd, "%s: cannot map: %s", path, strerror(errno));
@@ -97,6 +129,8 @@ int hte_file_open(struct hte_file *f, const char *path, int writable, const char
 
 void hte_file_close(struct hte_file *f)
 {
+	if (reading == f->path)
+		reading = NULL;
 	hte_elf_release(&f->elf);
 	if (f->map)
 		munmap((void *)(uintptr_t)f->map, f->len);

@@ -1,11 +1,16 @@
 /*
  * LD_PRELOAD shim for the edit tests: makes the first pwrite() of the
  * program short (HT_FAULT=short) or fail with ENOSPC (HT_FAULT=enospc), or
- * fsync() fail with EIO (HT_FAULT=fsync).  Later calls are real.
+ * fsync() fail with EIO (HT_FAULT=fsync), or truncates the file of the
+ * first file mapping of 64 KiB or more right after it is made, as another
+ * user could meanwhile (HT_FAULT=truncate).  Later calls are real.
  */
 /* Both pwrite and pwrite64 are defined here: no redirection of one to the other. */
 #undef _FILE_OFFSET_BITS
 #include <dlfcn.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <sys/mman.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -56,4 +61,26 @@ int fsync(int fd)
 		return -1;
 	}
 	return fn(fd);
+}
+
+void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
+{
+	void *(*fn)(void *, size_t, int, int, int, off_t) =
+		(void *(*)(void *, size_t, int, int, int, off_t))dlsym(RTLD_NEXT, "mmap");
+	void *p = fn(addr, len, prot, flags, fd, off);
+	char path[64];
+	int w;
+
+	if (p != MAP_FAILED && fd >= 0 && len >= 65536 && fault("truncate")) {
+		snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+		w = open(path, O_WRONLY | O_TRUNC);
+		if (w >= 0)
+			close(w);
+	}
+	return p;
+}
+
+void *mmap64(void *addr, size_t len, int prot, int flags, int fd, off64_t off)
+{
+	return mmap(addr, len, prot, flags, fd, (off_t)off);
 }

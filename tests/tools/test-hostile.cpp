@@ -210,3 +210,24 @@ TEST_CASE("the headers that crash hugeedit 2.23 are refused and left untouched",
 	CHECK(r.err.find("lies outside the file") != std::string::npos);
 	CHECK(read_file(d / "truncated") == small.substr(0, 200));
 }
+
+TEST_CASE("a file that shrinks while it is read stops the command with a message and no crash", "[hostile]")
+{
+	// The shim truncates the file right after the command maps it, as its
+	// owner could at any moment while root checks it.
+	temp_dir d("shrinks");
+	std::string f = d / "prog", bytes = read_file(build_path("tests/tools/tools-waiter"));
+	std::string shim = "LD_PRELOAD=" + build_path("tests/tools/fault-write.so");
+	REQUIRE(bytes.size() >= 65536);
+	for (std::vector<std::string> cmd : { std::vector<std::string>{ "check", f },
+					       std::vector<std::string>{ "edit", "--align", f },
+					       std::vector<std::string>{ "warm", f } }) {
+		INFO(cmd[0]);
+		write_file(f, bytes);
+		run_result r = tool(cmd, { shim, "HT_FAULT=truncate" });
+		INFO(r.err);
+		CHECK(r.status == 1);
+		CHECK(r.err.find("hugetext: " + f + ": the file shrank while it was read; stopped") != std::string::npos);
+		CHECK(read_file(f).empty()); // what the shim left: nothing was written back
+	}
+}
