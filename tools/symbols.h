@@ -35,9 +35,14 @@ struct hte_symtab {
 int hte_functions_in(const void *buf, size_t len, uint64_t lo, uint64_t hi, struct hte_symtab *out);
 void hte_symtab_release(struct hte_symtab *t);
 
+/* Back-references a name may hold and still be demangled (demangle.cc). */
+#define HTE_DEMANGLE_MAX_REFS 40
+
 /*
  * Demangles a C++ (Itanium ABI) name.
- * Returns: a malloc'ed string, or NULL when @name is not a mangled name.
+ * Returns: a malloc'ed string, or NULL when @name is not a mangled name,
+ * or holds more than HTE_DEMANGLE_MAX_REFS back-references (it could
+ * demangle into gigabytes).
  */
 char *hte_demangle(const char *name);
 

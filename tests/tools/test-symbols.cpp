@@ -2,7 +2,13 @@
 // that fall outside the coverable span, and only those.
 #include <catch2/catch.hpp>
 
+#include <cstdlib>
+
 #include "tooltest.hpp"
+
+extern "C" {
+#include "symbols.h"
+}
 
 namespace {
 
@@ -60,4 +66,26 @@ TEST_CASE("a stripped program falls back to .dynsym; a file without symbols is r
 	r = tool({ "check", "--symbols", d / "bare" });
 	CHECK(r.status == 1);
 	CHECK(r.err == "hugetext check: " + d / "bare" + ": no symbol table (stripped?): --symbols needs .symtab or .dynsym\n");
+}
+
+TEST_CASE("a name whose back-references would demangle into gigabytes keeps its mangled form", "[symbols]")
+{
+	char *d = hte_demangle("_ZNSt6vectorIiSaIiEE9push_backERKi");
+	REQUIRE(d);
+	CHECK(std::string(d) == "std::vector<int, std::allocator<int> >::push_back(int const&)");
+	std::free(d);
+	// std::pair nested in itself 26 times, each level naming the one before
+	// twice: 327 bytes, and a demangled name of gigabytes.
+	std::string bomb = "_Z1fSt4pairIiiE";
+	for (char id : std::string("0123456789ABCDEFGHIJKLMNOP"))
+		bomb += std::string("NS_IS") + id + "_S" + id + "_EE";
+	CHECK(hte_demangle(bomb.c_str()) == nullptr);
+	// Ten levels demangle as before (some kilobytes).
+	std::string small = "_Z1fSt4pairIiiE";
+	for (char id : std::string("012345678"))
+		small += std::string("NS_IS") + id + "_S" + id + "_EE";
+	d = hte_demangle(small.c_str());
+	CHECK(d);
+	CHECK((d ? std::string(d) : "").rfind("f(std::pair<int, int>, ", 0) == 0);
+	std::free(d);
 }
