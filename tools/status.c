@@ -106,6 +106,9 @@ static int piece_in_folio(struct folio_reader *r, uint64_t pfn)
 	return r->have && hte_piece_in_folio(r->fl, r->n, r->block, pfn);
 }
 
+/* The most of one mapping's address space whose folios are counted. */
+#define HTE_SCAN_MAX (1ULL << 30)
+
 /*
  * Adds to *@bytes the 64 KiB pieces of [@start, @end) on large folios below
  * a PMD page, read 2 MiB of pagemap at a time.  Returns 0, or a negative
@@ -159,9 +162,17 @@ static int read_folios(struct folio_reader *r, long pid, const char *smaps, size
 	pm = ht_sys_open(path, O_RDONLY | O_CLOEXEC, 0);
 	if (pm < 0)
 		return 0; /* gone meanwhile, or not ours to read: not known */
+	/*
+	 * Any user can map terabytes of a small file executable: a mapping
+	 * with no page present is skipped, and no more than HTE_SCAN_MAX of
+	 * one is read (real code mappings are a few hundred MiB at most), so
+	 * root's status costs some milliseconds per process, not minutes.
+	 */
 	while (!err && ht_smaps_next(smaps, len, &pos, &s))
-		if (s.map.perms[2] == 'x')
-			err = scan_folios(pm, r, s.map.start, s.map.end, &bytes);
+		if (s.map.perms[2] == 'x' && s.rss > 0)
+			err = scan_folios(pm, r, s.map.start,
+					  s.map.end - s.map.start > HTE_SCAN_MAX ? s.map.start + HTE_SCAN_MAX : s.map.end,
+					  &bytes);
 	ht_sys_close(pm);
 	if (err)
 		return err == -EPERM ? err : 0;
