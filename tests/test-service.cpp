@@ -347,6 +347,15 @@ TEST_CASE("pure parts: offers, maps, eviction order, the cache's default size", 
 
 	CHECK(hte_auto_cache_size(24ULL << 30) == (24ULL << 30) / 16);
 	CHECK(hte_auto_cache_size(1ULL << 30) == 256ULL << 20);
+
+	uid_t u = 1;
+	CHECK(hte_user_dir_uid("hugetext-0", &u) == 1);
+	CHECK(u == 0);
+	CHECK(hte_user_dir_uid("hugetext-4294967294", &u) == 1);
+	CHECK(u == 4294967294u);
+	for (const char *no : { "hugetext-", "hugetext-007", "hugetext-1x", "hugetext--1", "hugetext-4294967296",
+				"hugetext-99999999999999999999", "shared", "hugetext-0.untrusted.1.2" })
+		CHECK(hte_user_dir_uid(no, &u) == 0);
 	CHECK(hte_auto_cache_size(1ULL << 40) == 4ULL << 30);
 }
 
@@ -657,6 +666,14 @@ TEST_CASE("hostile clients are refused and the service goes on serving", "[servi
 	REQUIRE(mkdir(shared_dir.c_str(), 0777) == 0);
 	REQUIRE(chmod(shared_dir.c_str(), 0777) == 0);
 	REQUIRE(chown(shared_dir.c_str(), 65534, 65534) == 0);
+	// And other users' own directories, made first by nobody: root's (and
+	// uid 1000's) starts would refuse the cache for good.  Nobody's own,
+	// and a name that is no user's directory, stay.
+	for (std::string name : { "hugetext-0", "hugetext-1000", "hugetext-65534", "hugetext-007" }) {
+		std::string p = text_dir + "/" + name;
+		REQUIRE(mkdir(p.c_str(), 0700) == 0);
+		REQUIRE(chown(p.c_str(), 65534, 65534) == 0);
+	}
 
 	// Still serving: a well-formed offer of a file we run waits while we
 	// run it (the service reads and drops nothing under a running sender)
@@ -678,6 +695,14 @@ TEST_CASE("hostile clients are refused and the service goes on serving", "[servi
 	CHECK(sst.st_uid == 0);
 	CHECK((sst.st_mode & 0777) == 0755);
 	CHECK(svc.text().find("moved aside") != std::string::npos);
+	CHECK(!file_exists(text_dir + "/hugetext-0"));
+	CHECK(!file_exists(text_dir + "/hugetext-1000"));
+	CHECK(file_exists(text_dir + "/hugetext-65534"));
+	CHECK(file_exists(text_dir + "/hugetext-007"));
+	CHECK(svc.text().find("hugetext-0 belonged to uid 65534: moved aside") != std::string::npos);
+	// Root's next start makes and uses its own directory again.
+	std::string mine = other_program("service-after-squat", 0x44);
+	CHECK(run_once(mine, { "HUGETEXT_PAGE_CACHE=0", "HUGETEXT_SERVICE=0" })["cache"] == "miss");
 }
 
 TEST_CASE("an offer whose sender has exited before the service reads it is taken on the file's checks",

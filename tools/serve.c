@@ -163,6 +163,27 @@ int hte_maps_runs_file(const char *maps, size_t len, dev_t dev, ino_t ino)
 
 static const struct hte_entry_age *order_of;
 
+int hte_user_dir_uid(const char *name, uid_t *uid)
+{
+	unsigned long long v = 0;
+	const char *p;
+
+	if (strncmp(name, "hugetext-", 9) != 0)
+		return 0;
+	p = name + 9;
+	if (*p < '0' || *p > '9' || (*p == '0' && p[1]))
+		return 0;
+	for (; *p >= '0' && *p <= '9'; p++) {
+		v = v * 10 + (unsigned long long)(*p - '0');
+		if (v > (uid_t)-1)
+			return 0;
+	}
+	if (*p)
+		return 0;
+	*uid = (uid_t)v;
+	return 1;
+}
+
 static int unused(const struct hte_entry_age *a)
 {
 	return a->atime <= a->mtime;
@@ -310,6 +331,40 @@ static int make_shared_dir(int mfd)
 	return -EPERM;
 }
 
+/*
+ * The same for each user's directory: a user may make "hugetext-UID" for
+ * another UID first (the mount is 1777), and that user's processes then
+ * refuse the cache for good.  A hugetext-UID that is not UID's own
+ * directory, written by UID alone, is moved aside; the user's next start
+ * makes its own.
+ */
+static void move_aside_squats(int mfd)
+{
+	int dfd = dup(mfd);
+	DIR *d = dfd >= 0 ? fdopendir(dfd) : NULL;
+	struct dirent *e;
+	struct stat st;
+	char aside[320];
+	uid_t uid;
+
+	if (!d) {
+		if (dfd >= 0)
+			close(dfd);
+		return;
+	}
+	while ((e = readdir(d))) {
+		if (!hte_user_dir_uid(e->d_name, &uid) || fstatat(mfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+			continue;
+		if (S_ISDIR(st.st_mode) && st.st_uid == uid && !(st.st_mode & 022))
+			continue;
+		snprintf(aside, sizeof(aside), "%s.untrusted.%ld.%ld", e->d_name, (long)getpid(), (long)time(NULL));
+		if (renameat(mfd, e->d_name, mfd, aside) == 0)
+			log_add(&S.refused, "%s/%s belonged to uid %u: moved aside as %s", HT_TEXT_CACHE_DIR,
+				e->d_name, (unsigned)st.st_uid, aside);
+	}
+	closedir(d);
+}
+
 /* HT_TEXT_CACHE_DIR, mounted (huge tmpfs, S.cache_size) when absent; its shared/ made. */
 static int open_shared_dir(int *mfd_out)
 {
@@ -332,6 +387,7 @@ static int open_shared_dir(int *mfd_out)
 	if (mfd < 0)
 		return -errno;
 	err = make_shared_dir(mfd);
+	move_aside_squats(mfd);
 	if (err < 0) {
 		close(mfd);
 		return err;

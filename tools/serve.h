@@ -20,6 +20,13 @@ extern "C" {
  */
 int hte_maps_runs_file(const char *maps, size_t len, dev_t dev, ino_t ino);
 
+/*
+ * The user a directory of the cache's mount is for: "hugetext-UID" (the
+ * library's per-user directory), UID in decimal with no sign or leading
+ * zero.  Returns: 1 and @uid set, or 0 for any other name.
+ */
+int hte_user_dir_uid(const char *name, uid_t *uid);
+
 /* A cache entry, as the eviction rule sees it. */
 struct hte_entry_age {
 	int64_t atime, mtime; /* seconds; tmpfs sets atime when a process maps the entry */
