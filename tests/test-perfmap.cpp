@@ -157,7 +157,9 @@ static int run_after_planting(void (*plant)(const std::string &map))
 	int go[2];
 	REQUIRE(pipe(go) == 0);
 	std::string prog = build_path("tests/dso-linked");
-	std::vector<std::string> env = { "LD_PRELOAD=" + preload(), "HUGETEXT_MODE=thp", "HUGETEXT_PERF_MAP=1",
+	const char *san = std::getenv("HT_SANITIZER_PRELOAD"); // its runtime first, in the sanitizer build
+	std::string first = san && *san ? std::string(san) + ":" : "";
+	std::vector<std::string> env = { "LD_PRELOAD=" + first + preload(), "HUGETEXT_MODE=thp", "HUGETEXT_PERF_MAP=1",
 					 "HUGETEXT_MATCH=libbigtext", "HUGETEXT_COPY=now",
 					 "LD_LIBRARY_PATH=" + build_path("tests") };
 	std::vector<char *> ev;

@@ -905,7 +905,9 @@ TEST_CASE("a program with file capabilities or set-group-ID never maps its user'
 	REQUIRE(chown(sgid.c_str(), 0, 0) == 0);
 	REQUIRE(chmod(sgid.c_str(), 02755) == 0);
 
-	etc_overlay etc({ { "ld.so.preload", lib + "\n" }, { "hugetext.conf", "verbose = 1\nservice = 0\n" } });
+	const char *san = std::getenv("HT_SANITIZER_PRELOAD"); // its runtime first, in the sanitizer build
+	std::string first = san && *san ? std::string(san) + "\n" : "";
+	etc_overlay etc({ { "ld.so.preload", first + lib + "\n" }, { "hugetext.conf", "verbose = 1\nservice = 0\n" } });
 	REQUIRE(etc.ok);
 	std::string dir = text_dir + "/hugetext-65534";
 	auto as_nobody = [&](const std::string &p) {
@@ -929,6 +931,12 @@ TEST_CASE("a program with file capabilities or set-group-ID never maps its user'
 	e = as_nobody(caps);
 	CHECK(e.find("cache hit") == std::string::npos);
 	CHECK(e.find("privileged process") != std::string::npos);
+	// The sanitizer's runtime cannot start in a set-group-ID process (it
+	// reads its options from /proc/self/environ, root's then).
+	if (san && *san) {
+		WARN("sanitizer build: the set-group-ID program is not run");
+		return;
+	}
 	e = as_nobody(sgid);
 	CHECK(e.find("cache hit") == std::string::npos);
 }
