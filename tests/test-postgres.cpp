@@ -105,29 +105,39 @@ TEST_CASE("postgres under the defaults: pgbench -S runs clean, every backend on 
 	r = s.as_postgres({ pgbin + "/pgbench", "-h", s.dir, "-p", s.port, "-i", "-s", "1", "postgres" });
 	REQUIRE(r.status == 0);
 
-	// pgbench's backends live as long as it runs: look at them meanwhile.
+	// pgbench's backends live as long as it runs: look at them meanwhile,
+	// once both have connected ("postgres: ... [local] ..."): the server's
+	// own five helpers alone would make the count.
 	prog_result bench;
 	std::thread t([&] {
 		bench = s.as_postgres({ pgbin + "/pgbench", "-h", s.dir, "-p", s.port, "-S", "-c", "2", "-j", "2",
-					"-T", "5", "postgres" });
+					"-T", "10", "postgres" });
 	});
-	sleep(3);
 	std::ifstream pidf(s.dir + "/data/postmaster.pid");
 	std::string pm;
 	std::getline(pidf, pm);
-	prog_result kids = run_prog({ "sh", "-c", "cat /proc/" + pm + "/task/*/children" });
-	std::vector<std::string> args = { "python3", source_path("tests/server/huge-sum.py"), pgbin + "/postgres", pm };
-	size_t nkids = 0;
-	for (size_t at = 0; at < kids.out.size();) {
-		size_t end = kids.out.find_first_of(" \n", at);
-		if (end == std::string::npos)
-			end = kids.out.size();
-		if (end > at) {
-			args.push_back(kids.out.substr(at, end - at));
-			nkids++;
+	std::vector<std::string> kid_pids;
+	size_t backends = 0;
+	for (int i = 0; i < 90 && backends < 2; i++) {
+		usleep(100000);
+		prog_result kids = run_prog({ "sh", "-c", "cat /proc/" + pm + "/task/*/children" });
+		kid_pids.clear();
+		backends = 0;
+		for (size_t at = 0; at < kids.out.size();) {
+			size_t end = kids.out.find_first_of(" \n", at);
+			if (end == std::string::npos)
+				end = kids.out.size();
+			if (end > at) {
+				kid_pids.push_back(kids.out.substr(at, end - at));
+				backends += read_file("/proc/" + kid_pids.back() + "/cmdline").find("[local]") !=
+					    std::string::npos;
+			}
+			at = end + 1;
 		}
-		at = end + 1;
 	}
+	std::vector<std::string> args = { "python3", source_path("tests/server/huge-sum.py"), pgbin + "/postgres", pm };
+	args.insert(args.end(), kid_pids.begin(), kid_pids.end());
+	size_t nkids = kid_pids.size();
 	prog_result sum = run_prog(args);
 	t.join();
 
@@ -137,6 +147,7 @@ TEST_CASE("postgres under the defaults: pgbench -S runs clean, every backend on 
 	// Two backends and the server's own processes, all moved.  A child may
 	// end between the listing and the reading (under qemu a short-lived one
 	// did): it is counted as an error, and only that error is allowed.
+	CHECK(backends == 2);
 	REQUIRE(nkids >= 4);
 	size_t gone = 0, errors = 0;
 	for (size_t at = 0; (at = sum.out.find("\"error\"", at)) != std::string::npos; at++)

@@ -154,9 +154,12 @@ TEST_CASE("no hugetlbfs mounted: share mode moves the code without a cache", "[h
 	}
 	std::string report = temp_path("nohugetlbfs.json");
 	run_ctx ctx;
-	// Whatever hugetlbfs the host has mounted disappears for this program only.
+	// Whatever hugetlbfs the host has mounted disappears for this program
+	// only, and so does the set-up's text cache under /run (a machine after
+	// `hugetext setup` has one: the share would be refused, not absent).
 	ctx.prefix = { "unshare", "--mount", "--propagation", "private", "sh", "-c",
-		       "umount -a -t hugetlbfs 2>/dev/null; ! grep -q hugetlbfs /proc/self/mounts && exec \"$@\"",
+		       "umount -a -t hugetlbfs 2>/dev/null; mount -t tmpfs test-run /run && "
+		       "! grep -q hugetlbfs /proc/self/mounts && exec \"$@\"",
 		       "sh" };
 	// Loaded on the 2 MiB grid, so the cache would be used if there were one.
 	std::string prog = build_path("tests/robust/bigtext-aligned");

@@ -405,11 +405,12 @@ namespace {
 
 // Runs @fn in a thread; done() says whether it has returned.
 struct side {
-	std::atomic<bool> finished{ false };
+	std::atomic<bool> started{ false }, finished{ false };
 	std::atomic<int> result{ 0 };
 	std::thread t;
 	template <class F> explicit side(F fn)
 		: t([this, fn] {
+			  started = true;
 			  result = fn();
 			  finished = true;
 		  })
@@ -440,6 +441,8 @@ TEST_CASE("the swap window opens only once the mprotect() calls under way have e
 {
 	ht_mprotect_begin();
 	side opener([] { return ht_window_open(); });
+	// Running, then 20 ms for the call to end if it would not wait.
+	REQUIRE(within(opener.started, 2000));
 	usleep(20 * 1000);
 	CHECK_FALSE(opener.done());
 	ht_mprotect_end();
@@ -453,6 +456,7 @@ TEST_CASE("an mprotect() that comes while the window is open waits until it clos
 {
 	REQUIRE(ht_window_open() == 0);
 	side caller(one_call);
+	REQUIRE(within(caller.started, 2000));
 	usleep(20 * 1000);
 	CHECK_FALSE(caller.done());
 	CHECK(ht_window_intact());

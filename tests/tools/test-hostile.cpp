@@ -157,7 +157,7 @@ TEST_CASE("hundreds of mutated headers: no crash, refused files unchanged, edits
 	// 320 mutants take two seconds on hardware, and many minutes under
 	// qemu's emulation (TCG), where the kernel matrix sets HT_EMULATED: 96
 	// there.  A time budget within the test's time limit stops them early
-	// on a machine too busy for it; at least 64 must have run.  The
+	// on a machine too busy for it, but never before 64 have run.  The
 	// mutants are the same sequence everywhere, and the first ones already
 	// cover every base and every kind of mutation.
 	const char *emulated = std::getenv("HT_EMULATED");
@@ -167,14 +167,14 @@ TEST_CASE("hundreds of mutated headers: no crash, refused files unchanged, edits
 	const auto start = std::chrono::steady_clock::now();
 	int ran = 0;
 
-	for (int i = 0; i < want && std::chrono::steady_clock::now() - start < budget; i++) {
+	// The first 64 always run, however busy the machine; the rest while the budget lasts.
+	for (int i = 0; i < want && (i < at_least || std::chrono::steady_clock::now() - start < budget); i++) {
 		std::string m = mutate(bases[(size_t)i % bases.size()], rng);
 		INFO("mutant " << i);
 		check_mutant(d / "m", m, refused, edited);
 		ran++;
 	}
 	INFO(ran << " mutants ran: " << refused << " refused, " << edited << " edited");
-	CHECK(ran >= at_least);
 	// Both outcomes occur, or the mutations test nothing (of 320: 174
 	// refused, 146 edited; of the first 96: 56 and 40).
 	CHECK(refused * 320 > 50 * (size_t)ran);

@@ -78,17 +78,24 @@ TEST_CASE("after warm, the kernel maps the program's code huge by itself, with n
 	}
 	// The program runs its code (all of it: the checksum calls every
 	// function), then waits while `hugetext check` looks at it.
-	std::string cmd = "'" + prog + "' hold 3000 > /dev/null & p=$!; sleep 1; '" + tool_path() +
-			  "' check $p; kill $p";
+	// It says "ready" once it has run it; check looks then.
+	auto held = [&](const std::string &p) {
+		std::string out = d / "held.out";
+		return "'" + p + "' hold 60000 > '" + out + "' & p=$!; i=0; until grep -q ready '" + out +
+		       "' || [ $i -ge 1200 ]; do sleep 0.05; i=$((i+1)); done; '" + tool_path() +
+		       "' check $p; kill $p; rm -f '" + out + "'";
+	};
+	std::string cmd = held(prog);
 	run_result r = run_cmd({ "sh", "-c", cmd });
 	INFO(r.out << r.err);
 	CHECK(r.out.find("file-pmd") != std::string::npos);
 	// A copy that was not warmed, for contrast: small pages only.
 	std::string cold = copy_of(d, "tests/bigtext-nopie", "cold");
 	small_page_cache(cold);
-	cmd = "'" + cold + "' hold 3000 > /dev/null & p=$!; sleep 1; '" + tool_path() + "' check $p; kill $p";
+	cmd = held(cold);
 	r = run_cmd({ "sh", "-c", cmd });
 	INFO(r.out << r.err);
+	CHECK(r.out.find("(" + cold + "): ") != std::string::npos); // it looked at the running program
 	CHECK(r.out.find("file-pmd") == std::string::npos);
 }
 
