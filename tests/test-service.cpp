@@ -160,7 +160,9 @@ struct service {
 	pid_t pid = -1;
 	std::string state = temp_path("service-state.json");
 	std::string log = temp_path("service-log.txt");
-	explicit service(const std::vector<std::string> &more = {})
+	// @listen_fd >= 0: started as socket activation starts it, the socket
+	// as descriptor 3 with LISTEN_PID and LISTEN_FDS.
+	explicit service(const std::vector<std::string> &more = {}, int listen_fd = -1)
 	{
 		std::vector<std::string> args = { tool(), "serve", "--state", state, "--config", temp_path("service-none.conf") };
 		args.insert(args.end(), more.begin(), more.end());
@@ -168,14 +170,28 @@ struct service {
 		for (auto &a : args)
 			argv.push_back(const_cast<char *>(a.c_str()));
 		argv.push_back(nullptr);
-		posix_spawn_file_actions_t fa;
-		posix_spawn_file_actions_init(&fa);
-		posix_spawn_file_actions_addopen(&fa, 1, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-		posix_spawn_file_actions_adddup2(&fa, 1, 2);
 		unlink(state.c_str());
-		if (posix_spawn(&pid, argv[0], &fa, nullptr, argv.data(), environ) != 0)
-			pid = -1;
-		posix_spawn_file_actions_destroy(&fa);
+		if (listen_fd >= 0) {
+			pid = fork();
+			if (pid == 0) {
+				int out = open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+				if (out < 0 || dup2(out, 1) < 0 || dup2(out, 2) < 0 ||
+				    (listen_fd == 3 ? fcntl(3, F_SETFD, 0) : dup2(listen_fd, 3)) < 0)
+					_exit(127);
+				setenv("LISTEN_PID", std::to_string(getpid()).c_str(), 1);
+				setenv("LISTEN_FDS", "1", 1);
+				execv(argv[0], argv.data());
+				_exit(127);
+			}
+		} else {
+			posix_spawn_file_actions_t fa;
+			posix_spawn_file_actions_init(&fa);
+			posix_spawn_file_actions_addopen(&fa, 1, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+			posix_spawn_file_actions_adddup2(&fa, 1, 2);
+			if (posix_spawn(&pid, argv[0], &fa, nullptr, argv.data(), environ) != 0)
+				pid = -1;
+			posix_spawn_file_actions_destroy(&fa);
+		}
 		for (int i = 0; i < 500 && pid > 0 && !file_exists(state); i++)
 			usleep(10000);
 	}
@@ -942,6 +958,47 @@ TEST_CASE("a program with file capabilities or set-group-ID never maps its user'
 	}
 	e = as_nobody(sgid);
 	CHECK(e.find("cache hit") == std::string::npos);
+}
+
+TEST_CASE("started by socket activation, the service serves the socket it is handed", "[service]")
+{
+	// hugetext-serve.socket makes the socket and hands it over as
+	// descriptor 3 (LISTEN_PID, LISTEN_FDS): systemd is not PID 1 here, so
+	// the test plays its part.
+	text_cache cache;
+	REQUIRE(cache.ok);
+	std::string prog = program_copy("service-activated");
+	unlink(sock.c_str());
+	int s = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	struct sockaddr_un a = {};
+	a.sun_family = AF_UNIX;
+	std::strcpy(a.sun_path, sock.c_str());
+	REQUIRE(bind(s, (struct sockaddr *)&a, sizeof(a)) == 0);
+	REQUIRE(chmod(sock.c_str(), 0666) == 0);
+	REQUIRE(listen(s, 64) == 0);
+	{
+		service svc({ "--no-warm" }, s);
+		REQUIRE(svc.alive());
+		CHECK(run_once(prog, { "HUGETEXT_PAGE_CACHE=0" })["cache"] == "offered");
+		INFO(svc.text() << read_file(svc.log));
+		CHECK(svc.wait_for("filled_total", 1));
+		CHECK(run_once(prog, { "HUGETEXT_PAGE_CACHE=0" })["cache"] == "hit");
+	}
+	close(s);
+
+	// Anything else as descriptor 3 is refused, with a message.
+	int p[2];
+	REQUIRE(pipe(p) == 0);
+	service bad({ "--no-warm" }, p[0]);
+	int status = -1;
+	for (int i = 0; i < 500 && waitpid(bad.pid, &status, WNOHANG) == 0; i++)
+		usleep(10000);
+	bad.pid = -1;
+	close(p[0]);
+	close(p[1]);
+	CHECK(WIFEXITED(status));
+	CHECK(WEXITSTATUS(status) == 1);
+	CHECK(read_file(bad.log).find("descriptor 3 is not a listening local SEQPACKET socket") != std::string::npos);
 }
 
 TEST_CASE("no service, a dead one, or the setting off: nothing offered, the program as before",

@@ -872,6 +872,18 @@ static int listen_socket(void)
 	int fd;
 
 	if (pid && n && atol(pid) == (long)getpid() && atoi(n) == 1) {
+		struct sockaddr_un got;
+		socklen_t len = sizeof(got);
+		int type = 0, listening = 0;
+		socklen_t tl = sizeof(type), ll = sizeof(listening);
+
+		/* What hugetext-serve.socket hands over: a listening local SEQPACKET socket, or nothing. */
+		unsetenv("LISTEN_PID");
+		unsetenv("LISTEN_FDS");
+		if (getsockname(3, (struct sockaddr *)&got, &len) < 0 || got.sun_family != AF_UNIX ||
+		    getsockopt(3, SOL_SOCKET, SO_TYPE, &type, &tl) < 0 || type != SOCK_SEQPACKET ||
+		    getsockopt(3, SOL_SOCKET, SO_ACCEPTCONN, &listening, &ll) < 0 || !listening)
+			return -ENOTSOCK;
 		fcntl(3, F_SETFD, FD_CLOEXEC);
 		return 3;
 	}
@@ -1042,6 +1054,10 @@ int hte_cmd_serve(int argc, char **argv)
 		return HTE_EXIT_FAIL;
 	}
 	lfd = listen_socket();
+	if (lfd == -ENOTSOCK) {
+		hte_error("serve", "LISTEN_FDS: descriptor 3 is not a listening local SEQPACKET socket");
+		return HTE_EXIT_FAIL;
+	}
 	if (lfd < 0) {
 		hte_error("serve", "%s: %s", S.socket, strerror(-lfd));
 		return HTE_EXIT_FAIL;
