@@ -423,6 +423,33 @@ TEST_CASE("setup mounts the huge tmpfs cache, a second run changes nothing, --un
 	CHECK(!file_exists(f.state));
 }
 
+TEST_CASE("text_cache_size absent or 0: setup mounts no cache, and --undo has nothing to undo", "[setup][root]")
+{
+	if (!need_root())
+		return;
+	if (!private_mounts()) {
+		WARN("no private mount namespace: the tmpfs cache is not mounted on the machine's /run");
+		return;
+	}
+	private_run run;
+	REQUIRE(run.ok);
+	for (const char *conf : { "", "text_cache_size = 0\n" }) {
+		INFO("policy: '" << conf << "'");
+		setup_files f(conf);
+		run_result r = f.run();
+		INFO(r.out << r.err);
+		CHECK(r.status == 0);
+		CHECK(r.out.find("mount") == std::string::npos);
+		CHECK(r.out.find("setup: nothing changed") != std::string::npos);
+		CHECK(mount_type(text_dir) == "");
+		CHECK(!file_exists(text_dir));
+		r = f.run({ "--undo" });
+		CHECK(r.status == 0);
+		CHECK(r.out.find("unmount") == std::string::npos);
+		CHECK(mount_type(text_dir) == "");
+	}
+}
+
 TEST_CASE("setup resizes only its own cache mount, leaves a tmpfs without huge= alone, and --undo detaches a busy one",
 	  "[setup][root]")
 {
