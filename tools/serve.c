@@ -303,6 +303,23 @@ static const char *entry_name(int fd, const struct stat *st, const struct ht_off
 /* --- the shared cache --- */
 
 /*
+ * Moves @name in the cache's mount (@mfd) aside as NAME.untrusted.PID.TIME
+ * (root may, in a sticky directory) and logs it among the refusals, with
+ * its owner @uid.  Returns: 0, or -errno.
+ */
+static int move_aside(int mfd, const char *name, uid_t uid)
+{
+	char aside[320];
+
+	snprintf(aside, sizeof(aside), "%s.untrusted.%ld.%ld", name, (long)getpid(), (long)time(NULL));
+	if (renameat(mfd, name, mfd, aside) < 0)
+		return -errno;
+	log_add(&S.refused, "%s/%s belonged to uid %u: moved aside as %s", HT_TEXT_CACHE_DIR, name, (unsigned)uid,
+		aside);
+	return 0;
+}
+
+/*
  * The cache's mount is mode 1777 (users keep their own entries there), so
  * a user may make "shared" before the service does, and the service then
  * could fill nothing.  Whatever is there that is not root's own directory,
@@ -312,7 +329,7 @@ static const char *entry_name(int fd, const struct stat *st, const struct ht_off
 static int make_shared_dir(int mfd)
 {
 	struct stat st;
-	char aside[96];
+	int err;
 
 	for (int tries = 0; tries < 2; tries++) {
 		if (mkdirat(mfd, HT_SERVICE_SHARED, 0755) == 0)
@@ -321,12 +338,9 @@ static int make_shared_dir(int mfd)
 			return -errno;
 		if (S_ISDIR(st.st_mode) && st.st_uid == 0 && !(st.st_mode & 022))
 			return 0;
-		snprintf(aside, sizeof(aside), "%s.untrusted.%ld.%ld", HT_SERVICE_SHARED, (long)getpid(),
-			 (long)time(NULL));
-		if (renameat(mfd, HT_SERVICE_SHARED, mfd, aside) < 0)
-			return -errno;
-		log_add(&S.refused, "%s/%s belonged to uid %u: moved aside as %s", HT_TEXT_CACHE_DIR,
-			HT_SERVICE_SHARED, (unsigned)st.st_uid, aside);
+		err = move_aside(mfd, HT_SERVICE_SHARED, st.st_uid);
+		if (err < 0)
+			return err;
 	}
 	return -EPERM;
 }
@@ -344,7 +358,6 @@ static void move_aside_squats(int mfd)
 	DIR *d = dfd >= 0 ? fdopendir(dfd) : NULL;
 	struct dirent *e;
 	struct stat st;
-	char aside[320];
 	uid_t uid;
 
 	if (!d) {
@@ -357,10 +370,7 @@ static void move_aside_squats(int mfd)
 			continue;
 		if (S_ISDIR(st.st_mode) && st.st_uid == uid && !(st.st_mode & 022))
 			continue;
-		snprintf(aside, sizeof(aside), "%s.untrusted.%ld.%ld", e->d_name, (long)getpid(), (long)time(NULL));
-		if (renameat(mfd, e->d_name, mfd, aside) == 0)
-			log_add(&S.refused, "%s/%s belonged to uid %u: moved aside as %s", HT_TEXT_CACHE_DIR,
-				e->d_name, (unsigned)st.st_uid, aside);
+		move_aside(mfd, e->d_name, st.st_uid);
 	}
 	closedir(d);
 }
