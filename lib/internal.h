@@ -46,6 +46,14 @@ void ht_note_ignored(char *notes, size_t len, const char *var, const char *val);
  */
 size_t ht_utf8_len(const unsigned char *s);
 
+/*
+ * The JSON string text of the character at @s, into @out (NUL-terminated):
+ * quotes, backslashes and control bytes escaped, a well-formed UTF-8
+ * sequence as it is, a byte that starts none as U+FFFD (a path in
+ * Latin-1).  Returns: the bytes of @s it took (1 to 4).  Pure.
+ */
+size_t ht_json_piece(const unsigned char *s, char out[8]);
+
 /* Returns: the length written (without NUL), or -ENOSPC. */
 int ht_format_json(const struct ht_region *r, long pid, char *buf, size_t len);
 int ht_format_human(const struct ht_region *r, char *buf, size_t len);

@@ -62,28 +62,31 @@ size_t ht_utf8_len(const unsigned char *s)
 	return n;
 }
 
-/*
- * JSON string body: quotes, backslashes and control bytes escaped; a byte
- * that starts no UTF-8 sequence (a path in Latin-1) becomes U+FFFD, so the
- * line stays JSON that every reader takes.
- */
+size_t ht_json_piece(const unsigned char *s, char out[8])
+{
+	size_t n = ht_utf8_len(s);
+
+	if (*s == '"' || *s == '\\')
+		snprintf(out, 8, "\\%c", *s);
+	else if (*s < 0x20 || *s == 0x7f)
+		snprintf(out, 8, "\\u%04x", *s);
+	else if (n)
+		snprintf(out, 8, "%.*s", (int)n, (const char *)s);
+	else
+		snprintf(out, 8, "\\ufffd");
+	return n ? n : 1;
+}
+
+/* JSON string body, piece by piece (ht_json_piece). */
 static void put_json_string(struct out *o, const char *s)
 {
 	const unsigned char *p = (const unsigned char *)s;
-	size_t n;
+	char piece[8];
 
 	put(o, "\"");
 	while (*p) {
-		n = ht_utf8_len(p);
-		if (*p == '"' || *p == '\\')
-			put(o, "\\%c", *p);
-		else if (*p < 0x20 || *p == 0x7f)
-			put(o, "\\u%04x", *p);
-		else if (n)
-			put(o, "%.*s", (int)n, (const char *)p);
-		else
-			put(o, "\\ufffd");
-		p += n ? n : 1;
+		p += ht_json_piece(p, piece);
+		put(o, "%s", piece);
 	}
 	put(o, "\"");
 }

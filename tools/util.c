@@ -41,20 +41,12 @@ const char *hte_human(uint64_t bytes, char *buf, size_t len)
 void hte_json_str(FILE *f, const char *s)
 {
 	const unsigned char *p = (const unsigned char *)s;
-	size_t n;
+	char piece[8];
 
 	fputc('"', f);
 	while (*p) {
-		n = ht_utf8_len(p); /* JSON is UTF-8; paths are any bytes */
-		if (*p == '"' || *p == '\\')
-			fprintf(f, "\\%c", *p);
-		else if (*p < 0x20 || *p == 0x7f)
-			fprintf(f, "\\u%04x", *p);
-		else if (n)
-			fwrite(p, 1, n, f);
-		else
-			fputs("\\ufffd", f);
-		p += n ? n : 1;
+		p += ht_json_piece(p, piece);
+		fputs(piece, f);
 	}
 	fputc('"', f);
 }
