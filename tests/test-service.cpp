@@ -10,6 +10,8 @@
 // Runs in a private mount namespace with a tmpfs over /run.
 #include <catch2/catch.hpp>
 
+#include <chrono>
+
 #include <csignal>
 #include <cstring>
 #include <fcntl.h>
@@ -551,12 +553,14 @@ TEST_CASE("a file that others still map is warmed again less and less often, the
 	REQUIRE(warmed_once);
 	CHECK(svc.num("pending") == 1);
 	CHECK(svc.num("warmed_total") == 0);
-	// One warm a second would be 7 more in 7.5 s; waits of 2, 4, 8 s make 2
-	// (fewer on a loaded machine, never more).
+	// Two more warms: one a second would take 2 s; waits of 2 then 4 s
+	// take 6 (the service looks once a second: at least 4 s here).  A
+	// loaded machine can only make it longer.
 	long first = svc.num("warms");
-	usleep(7500000);
-	long more = svc.num("warms") - first;
-	CHECK(more <= 3);
+	auto t0 = std::chrono::steady_clock::now();
+	REQUIRE(svc.wait_for("warms", first + 2, 60));
+	double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+	CHECK(took >= 4.0);
 	CHECK(svc.num("pending") == 1);
 	CHECK(svc.num("warmed_total") == 0);
 	// Once nothing maps it any more, the next warm takes all of it: the
@@ -699,7 +703,9 @@ TEST_CASE("hostile clients are refused and the service goes on serving", "[servi
 	// and is filled once we no longer do.
 	REQUIRE(send_raw(&good, sizeof(good), { pfd }) == 0);
 	CHECK(svc.wait_for("pending", 1, 20));
-	usleep(2500000); // two of the service's one-second tries
+	// Two more of the service's tries while we still run it: no fill.
+	long tried = svc.num("tries");
+	CHECK(svc.wait_for("tries", tried + 2, 20));
 	CHECK(svc.num("filled_total") == 0);
 	munmap(run, 4096);
 	CHECK(svc.wait_for("filled_total", 1, 20));

@@ -117,7 +117,7 @@ static struct {
 	struct pending pend[MAX_PENDING];
 	unsigned npend;
 	struct log warmed, filled, refused, evicted;
-	unsigned long offers, warms;
+	unsigned long offers, warms, tries; /* tries: attempt() calls, the waits' clock */
 	volatile sig_atomic_t stop;
 } S;
 
@@ -649,6 +649,7 @@ static int attempt(struct pending *p, const char **why)
 	int r = 1, runs;
 
 	*why = NULL;
+	S.tries++;
 	/*
 	 * Not while the sender runs, until it has run FILL_AFTER tries: a warm
 	 * drops the file's pages that no process maps and reads them again,
@@ -857,8 +858,9 @@ static void write_state(void)
 		return;
 	fprintf(f, "{\"pid\":%ld,\"socket\":", (long)getpid());
 	hte_json_str(f, S.socket);
-	fprintf(f, ",\"cache_dir\":\"%s/%s\",\"cache_size\":%llu,\"offers\":%lu,\"pending\":%u,\"warms\":%lu",
-		HT_TEXT_CACHE_DIR, HT_SERVICE_SHARED, (unsigned long long)S.cache_size, S.offers, S.npend, S.warms);
+	fprintf(f, ",\"cache_dir\":\"%s/%s\",\"cache_size\":%llu,\"offers\":%lu,\"pending\":%u,\"warms\":%lu,\"tries\":%lu",
+		HT_TEXT_CACHE_DIR, HT_SERVICE_SHARED, (unsigned long long)S.cache_size, S.offers, S.npend, S.warms,
+		S.tries);
 	state_list(f, "warmed", &S.warmed);
 	state_list(f, "filled", &S.filled);
 	state_list(f, "evicted", &S.evicted);
