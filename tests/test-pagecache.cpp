@@ -281,10 +281,18 @@ TEST_CASE("huge pages counted with PAGEMAP_SCAN match smaps, and smaps serves wi
 	if (scan == 0) {
 		CHECK(scanned == kb * 1024);
 		REQUIRE(ht_sys_scan_huge_chunks((uintptr_t)at, 8, chunks) == 0);
-		if (kb * 1024 == 3 * MIB2) {
-			const unsigned char want[8] = { 1, 1, 0, 0, 0, 1, 0, 0 };
-			CHECK(memcmp(chunks, want, 8) == 0);
+		// Untouched pages are never huge; the touched ones that the
+		// kernel made huge are as many as smaps counts.
+		uint64_t flagged = 0;
+		for (int i = 0; i < 8; i++) {
+			INFO("2 MiB page " << i);
+			bool touched = i == 0 || i == 1 || i == 5;
+			CHECK(chunks[i] <= 1);
+			if (!touched)
+				CHECK(chunks[i] == 0);
+			flagged += chunks[i];
 		}
+		CHECK(flagged * MIB2 == kb * 1024);
 	}
 	ht_sys.ioctl = no_scan_ioctl;
 	CHECK(ht_sys_scan_huge((uintptr_t)at, (uintptr_t)at + len, &scanned) == -ENOTTY);
