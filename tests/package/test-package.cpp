@@ -312,26 +312,114 @@ TEST_CASE("removing the library takes its line out of ld.so.preload, and only on
 	CHECK(!file_exists(list));
 }
 
-TEST_CASE("systemd-analyze verify finds nothing wrong with the unit")
-{
-	const built &b = packages_built();
-	const std::string unit = "/lib/systemd/system/hugetext-setup.service";
+namespace {
 
-	if (!have_program("systemd-analyze")) {
-		WARN("systemd-analyze is missing (apt-get install systemd): the unit is not verified");
-		return;
+// The ```ini block under @heading in the Markdown file @md.
+std::string doc_block(const std::string &md, const std::string &heading)
+{
+	std::string text = read_file(source_path(md));
+	size_t at = text.find("\n" + heading + "\n");
+	if (at == std::string::npos)
+		return "";
+	size_t open = text.find("```ini\n", at), close;
+	if (open == std::string::npos || (close = text.find("\n```", open)) == std::string::npos)
+		return "";
+	return text.substr(open + 7, close - open - 7 + 1);
+}
+
+// A root to verify units in: the packages' files, the host's targets and
+// slices (the units' default dependencies name them), and @extra files.
+std::string verify_root(const built &b, const std::map<std::string, std::string> &extra)
+{
+	std::string root = b.dir + "/verify-root";
+	fs::remove_all(root);
+	fs::copy(b.root, root, fs::copy_options::recursive | fs::copy_options::copy_symlinks);
+	for (const char *dir : { "/lib/systemd/system", "/usr/lib/systemd/system" }) {
+		std::error_code ec;
+		for (auto &e : fs::directory_iterator(dir, ec)) {
+			std::string ext = e.path().extension();
+			fs::path to = root + "/lib/systemd/system/" + e.path().filename().string();
+			if ((ext == ".target" || ext == ".slice") && !fs::exists(to))
+				fs::copy_file(e.path(), to, ec);
+		}
 	}
-	CHECK(read_file(b.root + unit).find("ExecStart=/usr/bin/hugetext setup\n") != std::string::npos);
+	for (auto &[path, text] : extra) {
+		fs::create_directories(fs::path(root + path).parent_path());
+		std::ofstream(root + path) << text;
+	}
+	return root;
+}
+
+// systemd-analyze verify of @units in @root: its output, empty when all is well.
+std::string verify(const built &b, const std::string &root, const std::vector<std::string> &units,
+		   int *status)
+{
 	// The command and the man pages it names are looked up in the root.
-	std::vector<std::string> argv = { "systemd-analyze", "--root=" + b.root, "verify", unit };
+	std::vector<std::string> argv = { "systemd-analyze", "--root=" + root, "verify" };
+	argv.insert(argv.end(), units.begin(), units.end());
 	prog_opts o;
 	o.env = { "MANPATH=" + b.root + "/usr/share/man" };
 	if (!have_program("man"))
 		argv.insert(argv.begin() + 1, "--man=no");
 	prog_result r = run_prog(argv, o);
-	INFO(r.out << r.err);
-	CHECK(r.status == 0);
-	CHECK(r.out + r.err == "");
+	*status = r.status;
+	return r.out + r.err;
+}
+
+} // namespace
+
+TEST_CASE("systemd-analyze verify finds nothing wrong with the units")
+{
+	const built &b = packages_built();
+	const std::string dir = "/lib/systemd/system/";
+
+	if (!have_program("systemd-analyze")) {
+		WARN("systemd-analyze is missing (apt-get install systemd): the units are not verified");
+		return;
+	}
+	CHECK(read_file(b.root + dir + "hugetext-setup.service").find("ExecStart=/usr/bin/hugetext setup\n") !=
+	      std::string::npos);
+	CHECK(read_file(b.root + dir + "hugetext-serve.service").find("ExecStart=/usr/bin/hugetext serve\n") !=
+	      std::string::npos);
+	std::string root = verify_root(b, {});
+	for (const char *unit : { "hugetext-setup.service", "hugetext-serve.service", "hugetext-serve.socket" }) {
+		int status = -1;
+		std::string out = verify(b, root, { dir + unit }, &status);
+		INFO(unit << ": " << out);
+		CHECK(status == 0);
+		CHECK(out == "");
+	}
+}
+
+TEST_CASE("the systemd drop-in of docs/deploy.md verifies on a server's unit, and is read")
+{
+	const built &b = packages_built();
+
+	if (!have_program("systemd-analyze")) {
+		WARN("systemd-analyze is missing (apt-get install systemd): the drop-in is not verified");
+		return;
+	}
+	std::string dropin = doc_block("docs/deploy.md", "## One service: a systemd drop-in");
+	REQUIRE(dropin.find("[Service]\n") == 0);
+	// The docs name x86-64's path: it is the one the package installs there.
+	size_t at = dropin.find("LD_PRELOAD=");
+	REQUIRE(at != std::string::npos);
+	std::string lib = dropin.substr(at + 11, dropin.find('\n', at) - at - 11);
+	if (b.multiarch == "x86_64-linux-gnu")
+		CHECK(file_exists(b.root + lib));
+	const std::string unit = "/etc/systemd/system/mysqld.service";
+	const std::string server = "[Unit]\nDescription=a server\n\n[Service]\nExecStart=/usr/bin/hugetext status\n";
+	int status = -1;
+	std::string out = verify(b, verify_root(b, { { unit, server }, { unit + ".d/override.conf", dropin } }),
+				 { "mysqld.service" }, &status);
+	INFO(out);
+	CHECK(status == 0);
+	CHECK(out == "");
+	// The drop-in is read: a key systemd does not know in it is named.
+	out = verify(b, verify_root(b, { { unit, server }, { unit + ".d/override.conf", dropin + "Environmnet=X=1\n" } }),
+		     { "mysqld.service" }, &status);
+	CHECK(out.find("override.conf") != std::string::npos);
+	CHECK(out.find("Environmnet") != std::string::npos);
 }
 
 TEST_CASE("a program builds against the unpacked hugetext.pc, links and runs")
