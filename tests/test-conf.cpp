@@ -3,6 +3,8 @@
 // lines) and the loader's checks of who may write the file.
 #include <catch2/catch.hpp>
 
+#include <filesystem>
+
 #include <cerrno>
 #include <cstring>
 #include <memory>
@@ -541,4 +543,34 @@ TEST_CASE("the shipped /etc/hugetext.conf sets nothing, and each of its commente
 	// The line that shows min_code shows the preload's default.
 	auto min = parse(text.substr(text.find("#min_code = ") + 1));
 	CHECK(min->conf.min_code == HT_POLICY_MIN_CODE_DEFAULT);
+}
+
+TEST_CASE("every policy example in the docs parses, with no key the parser does not know", "[conf]")
+{
+	// The ```ini blocks of the Markdown docs; a unit's drop-in ([Service])
+	// is systemd's, verified by the package test.
+	size_t examples = 0;
+	std::vector<std::string> docs = { "README.md" };
+	for (auto &e : std::filesystem::directory_iterator(source_path("docs")))
+		if (e.path().extension() == ".md")
+			docs.push_back("docs/" + e.path().filename().string());
+	for (auto &md : docs) {
+		std::string text = read_file(source_path(md));
+		for (size_t at = text.find("```ini\n"); at != std::string::npos; at = text.find("```ini\n", at)) {
+			size_t end = text.find("\n```", at);
+			REQUIRE(end != std::string::npos);
+			std::string block = text.substr(at + 7, end - at - 7 + 1);
+			at = end;
+			if (block[0] == '[')
+				continue;
+			INFO(md << ":\n" << block);
+			auto p = parse(block);
+			CHECK(p->rc == 0);
+			CHECK(p->err == "");
+			CHECK(p->conf.set != 0);
+			CHECK(p->conf.nunknown == 0);
+			examples++;
+		}
+	}
+	CHECK(examples >= 2);
 }
