@@ -85,10 +85,10 @@ std::vector<std::string> env(const std::string &report, const std::vector<std::s
 }
 
 // The report's line for the program's code.
-report_line code_line(const std::string &report)
+report_line code_line(const std::string &report, const std::string &object = prog())
 {
 	for (auto &l : read_report(report))
-		if (l["object"] == prog())
+		if (l["object"] == object)
 			return l;
 	return {};
 }
@@ -459,19 +459,21 @@ TEST_CASE("each user has a private directory: another user's fill is never root'
 	REQUIRE(c.ok);
 	std::string report = "/tmp/hugetext-tmpfs-nobody-" + std::to_string(getpid()) + ".json";
 	unlink(report.c_str());
+	// Copies nobody can reach: the build may be in root's home (mode 700).
+	world_dir w;
+	std::string p = w.put(prog()), pre = w.put(preload());
+	REQUIRE(!p.empty());
+	REQUIRE(!pre.empty());
 	std::vector<std::string> args = { "setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "env" };
 	for (auto &e : env(report))
-		args.push_back(e);
-	args.push_back(prog());
+		args.push_back(e.rfind("LD_PRELOAD=", 0) == 0 ? e.substr(0, e.size() - preload().size()) + pre : e);
+	args.push_back(p);
 	run_result r = run_cmd(args);
-	if (r.status == 126 || r.status == 127 || !file_exists(report)) {
-		WARN("user 65534 cannot run the test program here (" << r.err << "): not checked");
-		unlink(report.c_str());
-		return;
-	}
-	CHECK(r.status == 0);
+	INFO(r.err);
+	REQUIRE(r.status == 0);
+	REQUIRE(file_exists(report));
 	CHECK(r.out == run_cmd({ prog() }).out);
-	report_line l = code_line(report);
+	report_line l = code_line(report, p);
 	unlink(report.c_str());
 	CHECK(l["cache"] == "miss");
 	struct stat st;
