@@ -8,6 +8,8 @@
 #include <cerrno>
 #include <cstring>
 #include <memory>
+#include <regex>
+#include <set>
 #include <string>
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -573,4 +575,37 @@ TEST_CASE("every policy example in the docs parses, with no key the parser does 
 		}
 	}
 	CHECK(examples >= 2);
+}
+
+TEST_CASE("every variable and policy key the library reads is documented", "[conf][docs]")
+{
+	// Read from the sources, so that a new one without its line fails here.
+	std::string lib;
+	for (auto &e : std::filesystem::directory_iterator(source_path("lib")))
+		if (e.path().extension() == ".c")
+			lib += read_file(e.path().string());
+	std::set<std::string> vars, keys;
+	std::smatch m;
+	std::regex var_re("\"(HUGETEXT_[A-Z_]*[A-Z])=?\"");
+	for (auto it = std::sregex_iterator(lib.begin(), lib.end(), var_re); it != std::sregex_iterator(); ++it)
+		vars.insert((*it)[1]);
+	std::string conf = read_file(source_path("lib/conf.c"));
+	std::regex key_re("key_is\\(k, kn, \"([a-z_]+)\"\\)");
+	for (auto it = std::sregex_iterator(conf.begin(), conf.end(), key_re); it != std::sregex_iterator(); ++it)
+		keys.insert((*it)[1]);
+	CHECK(vars.size() >= 20);
+	CHECK(keys.size() >= 20);
+	std::string man7 = read_file(source_path("man/hugetext.7")), readme = read_file(source_path("README.md"));
+	std::string deploy = read_file(source_path("docs/deploy.md")), shipped = read_file(source_path("data/hugetext.conf"));
+	for (auto &v : vars) {
+		INFO(v);
+		CHECK(std::regex_search(man7, std::regex("\\.B[IR]? " + v + "[=| \\n]")));
+		CHECK(readme.find("`" + v + "=") != std::string::npos);
+	}
+	for (auto &k : keys) {
+		INFO(k);
+		CHECK(std::regex_search(man7, std::regex("\\.B[IR]? \"" + k + " = ")));
+		CHECK(shipped.find("#" + k + " = ") != std::string::npos);
+		CHECK((deploy.find("`" + k + "`") != std::string::npos || deploy.find("\n" + k + " = ") != std::string::npos));
+	}
 }
