@@ -111,11 +111,21 @@ TEST_CASE("THP set to never: the program runs the same and the report says what 
 	setting_guard thp(thp_enabled_path);
 	REQUIRE(thp.set("never") == "");
 	CHECK(ht_thp_available() == 0);
+	// "never" is the admin's veto (MADV_COLLAPSE would make huge pages
+	// regardless): no THP copy; auto takes explicit pages if the pool has room.
 	for (const char *mode : { "thp", "auto" }) {
 		INFO("HUGETEXT_MODE=" << mode);
-		auto c = run_checked({ std::string("HUGETEXT_MODE=") + mode });
+		auto c = run_checked({ std::string("HUGETEXT_MODE=") + mode, "HUGETEXT_PAGE_CACHE=0" });
 		REQUIRE(c.lines.size() >= 1);
 		check_consistent(c.lines);
+		std::string how, error;
+		std::string status = main_status(c.lines, &how, &error);
+		if (std::string(mode) == "auto" && status == "ok") {
+			CHECK(how == "explicit");
+		} else {
+			CHECK(status == "failed");
+			CHECK(error == ht_error_str(HT_E_THP_OFF));
+		}
 	}
 }
 
