@@ -37,9 +37,26 @@ struct ht_policy ht_preload_policy;
 int ht_preload_active;
 static regex_t match_re;
 static int have_match;
+static pthread_once_t match_once = PTHREAD_ONCE_INIT;
+
+/*
+ * HUGETEXT_MATCH is compiled at its first use (a dlopen() that may bring
+ * in something to move), not with the settings: before main() a name
+ * counts only for objects big enough to move, and regcomp() cost a small
+ * program 0.01 ms (git --version with HUGETEXT_MATCH=.) for nothing.
+ */
+static void compile_match(void)
+{
+	int saved = errno;
+
+	if (ht_preload_ready() && ht_preload_opt.match)
+		have_match = ht_regcomp(&match_re, ht_preload_opt.match, REG_EXTENDED | REG_NOSUB) == 0;
+	errno = saved;
+}
 
 int ht_preload_matches(const char *name)
 {
+	pthread_once(&match_once, compile_match);
 	return have_match && ht_regexec(&match_re, name, 0, NULL, 0) == 0;
 }
 
@@ -285,8 +302,6 @@ static void read_settings(void)
 		ht_report_note(&ht_preload_opt, policy_note);
 	ht_preload_opt.min_code = ht_preload_policy.min_code;
 	ht_preload_active = ht_preload_opt.mode != HT_MODE_OFF && program_wanted();
-	if (ht_preload_active && ht_preload_opt.match)
-		have_match = ht_regcomp(&match_re, ht_preload_opt.match, REG_EXTENDED | REG_NOSUB) == 0;
 	if (ht_preload_active && ht_preload_opt.copy == HT_COPY_AUTO)
 		ht_background_defer_init(&ht_preload_opt);
 }
