@@ -369,6 +369,24 @@ TEST_CASE("the bundled demo moves 62 MiB and gives the same checksum", "[example
 	CHECK(api.out.find("MapStaticCodeToLargePages: ok") != std::string::npos);
 }
 
+TEST_CASE("the demo's defaults row: the copy waits, then moves the code while the demo runs", "[examples]")
+{
+	// What examples/demo.sh shows: with the preload's defaults the copy
+	// waits for 40 ms of CPU per MiB (about 2.5 s here), in the thread
+	// the demo works in, then swaps the code in while it runs.
+	std::string demo = build_path("examples/itlb-demo"), report = temp_path("demo-defaults.json");
+	run_result r = run_cmd({ demo, "--seconds", "6" },
+			       { "LD_PRELOAD=" + preload(), "HUGETEXT_REPORT=" + report, "HUGETEXT_COPY=auto" });
+	INFO(r.out << r.err);
+	REQUIRE(r.status == 0);
+	CHECK(r.out.find("code on huge pages: from ") != std::string::npos);
+	auto ok = ok_lines(read_report(report));
+	REQUIRE(ok.size() == 1);
+	CHECK(ok[0]["object"] == demo);
+	CHECK(std::stoul(ok[0]["huge_bytes"]) >= 60ul << 20);
+	CHECK(ok[0]["private_huge_bytes"] == ok[0]["huge_bytes"]);
+}
+
 // HUGETEXT_ASYNC=1: the move runs in a background thread while main() runs.
 
 static std::vector<std::string> async_env(const std::string &report)
