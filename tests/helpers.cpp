@@ -213,6 +213,21 @@ std::string read_file(const std::string &path)
 	return ss.str();
 }
 
+std::vector<std::string> fenced_blocks(const std::string &text, const std::string &lang)
+{
+	const std::string open = "```" + lang + "\n";
+	std::vector<std::string> blocks;
+
+	for (size_t at = text.find(open); at != std::string::npos; at = text.find(open, at)) {
+		size_t from = at + open.size(), end = text.find("\n```", from);
+		if (end == std::string::npos)
+			break;
+		blocks.push_back(text.substr(from, end + 1 - from));
+		at = end + 4;
+	}
+	return blocks;
+}
+
 bool file_exists(const std::string &path)
 {
 	struct stat st;

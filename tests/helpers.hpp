@@ -47,6 +47,9 @@ uint64_t huge_bytes_in(uintptr_t lo, uintptr_t hi);
 // The current choice of a "a [b] c" sysfs file, or its whole trimmed text.
 std::string read_setting(const std::string &path);
 bool file_exists(const std::string &path);
+// The fenced code blocks of Markdown @text marked ```@lang, in order, each
+// with its final newline.
+std::vector<std::string> fenced_blocks(const std::string &text, const std::string &lang);
 // A temporary path in TMPDIR (or /tmp), or in the directory @in; removed
 // when the test program exits.
 std::string temp_path(const std::string &name, const std::string &in = "");

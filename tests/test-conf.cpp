@@ -557,12 +557,7 @@ TEST_CASE("every policy example in the docs parses, with no key the parser does 
 		if (e.path().extension() == ".md")
 			docs.push_back("docs/" + e.path().filename().string());
 	for (auto &md : docs) {
-		std::string text = read_file(source_path(md));
-		for (size_t at = text.find("```ini\n"); at != std::string::npos; at = text.find("```ini\n", at)) {
-			size_t end = text.find("\n```", at);
-			REQUIRE(end != std::string::npos);
-			std::string block = text.substr(at + 7, end - at - 7 + 1);
-			at = end;
+		for (auto &block : fenced_blocks(read_file(source_path(md)), "ini")) {
 			if (block[0] == '[')
 				continue;
 			INFO(md << ":\n" << block);
@@ -585,7 +580,6 @@ TEST_CASE("every variable and policy key the library reads is documented", "[con
 		if (e.path().extension() == ".c")
 			lib += read_file(e.path().string());
 	std::set<std::string> vars, keys;
-	std::smatch m;
 	std::regex var_re("\"(HUGETEXT_[A-Z_]*[A-Z])=?\"");
 	for (auto it = std::sregex_iterator(lib.begin(), lib.end(), var_re); it != std::sregex_iterator(); ++it)
 		vars.insert((*it)[1]);

@@ -71,14 +71,15 @@ struct text_cache {
 	}
 };
 
-std::vector<std::string> env(const std::string &report, const std::vector<std::string> &more = {})
+std::vector<std::string> env(const std::string &report, const std::vector<std::string> &more = {},
+			     const std::string &lib = preload())
 {
 	// The page-cache path would take the code first on kernels with large folios.
 	// In the sanitizer build its runtime must come first (run_cmd does this
 	// itself; held's own spawn needs it here).
 	const char *san = std::getenv("HT_SANITIZER_PRELOAD");
 	std::string first = san && *san ? std::string(san) + ":" : "";
-	std::vector<std::string> e = { "LD_PRELOAD=" + first + preload(), "HUGETEXT_REPORT=" + report,
+	std::vector<std::string> e = { "LD_PRELOAD=" + first + lib, "HUGETEXT_REPORT=" + report,
 				       "HUGETEXT_PAGE_CACHE=0", "HUGETEXT_MODE=auto" };
 	e.insert(e.end(), more.begin(), more.end());
 	return e;
@@ -465,8 +466,8 @@ TEST_CASE("each user has a private directory: another user's fill is never root'
 	REQUIRE(!p.empty());
 	REQUIRE(!pre.empty());
 	std::vector<std::string> args = { "setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "env" };
-	for (auto &e : env(report))
-		args.push_back(e.rfind("LD_PRELOAD=", 0) == 0 ? e.substr(0, e.size() - preload().size()) + pre : e);
+	for (auto &e : env(report, {}, pre))
+		args.push_back(e);
 	args.push_back(p);
 	run_result r = run_cmd(args);
 	INFO(r.err);

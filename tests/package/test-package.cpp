@@ -321,10 +321,8 @@ std::string doc_block(const std::string &md, const std::string &heading)
 	size_t at = text.find("\n" + heading + "\n");
 	if (at == std::string::npos)
 		return "";
-	size_t open = text.find("```ini\n", at), close;
-	if (open == std::string::npos || (close = text.find("\n```", open)) == std::string::npos)
-		return "";
-	return text.substr(open + 7, close - open - 7 + 1);
+	auto blocks = fenced_blocks(text.substr(at), "ini");
+	return blocks.empty() ? "" : blocks[0];
 }
 
 // A root to verify units in: the packages' files, the host's targets and
