@@ -46,7 +46,7 @@ if [ $REPORT_ONLY = 0 ]; then
 	fi
 
 	say "packages"
-	pkgs=(meson ninja-build pkg-config gcc g++ libelf-dev python3 python3-matplotlib
+	pkgs=(meson ninja-build pkg-config gcc g++ libelf-dev libjson-c-dev python3 python3-matplotlib
 	      libhugetlbfs-bin libhugetlbfs-dev binutils git clang-14 llvm-14-dev)
 	command -v node >/dev/null || pkgs+=(nodejs)
 	command -v rustc >/dev/null || pkgs+=(rustc)

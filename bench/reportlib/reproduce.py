@@ -1,7 +1,7 @@
 """How to run the benchmark, whole or by hand (static text)."""
 
 RUN = [
-    "apt-get update && apt-get install -y meson ninja-build pkg-config libelf-dev catch2 g++",
+    "apt-get update && apt-get install -y meson ninja-build pkg-config libelf-dev libjson-c-dev catch2 g++",
     "bench/run.sh            # everything, 13-20 min here; installs its own extra Debian packages",
     "bench/run.sh --quick    # fewer rounds, a few minutes",
     "bench/run.sh --only itlb,startup   # some steps, merged into the last results",

@@ -95,7 +95,7 @@ need_packages() {
 	done
 	[ -e /usr/libexec/qemu-binfmt/aarch64-binfmt-P ] || [ -e /usr/bin/qemu-aarch64-static ] ||
 		missing+=(qemu-user-static)
-	for pair in libelf-dev:arm64 catch2:arm64; do
+	for pair in libelf-dev:arm64 libjson-c-dev:arm64 catch2:arm64; do
 		dpkg -s "$pair" >/dev/null 2>&1 || missing+=("$pair")
 	done
 	install_packages "${missing[@]}"
