@@ -163,6 +163,16 @@ static int parse_copy(const struct line *l, const char *v, size_t n, int *out)
 	return bad(l, "copy: '%.*s' is not now, auto or never", (int)n, v);
 }
 
+/* containers = annotated|all|off, in the order of HT_CONF_CONTAINERS_*. */
+static int parse_containers(const struct line *l, const char *v, size_t n, int *out)
+{
+	static const char *const names[] = { "annotated", "all", "off" };
+
+	if (parse_name(names, 3, v, n, out) == 0)
+		return 0;
+	return bad(l, "containers: '%.*s' is not annotated, all or off", (int)n, v);
+}
+
 static int parse_mode(const struct line *l, const char *v, size_t n, enum ht_conf_mode *out)
 {
 	static const char *const names[] = { "auto", "thp", "explicit", "off", "folios" };
@@ -252,6 +262,8 @@ static int set_key(struct ht_conf *c, const struct line *l, const char *k, size_
 		bit = HT_CONF_BIG_LIBRARIES;
 	else if (key_is(k, kn, "copy"))
 		err = parse_copy(l, v, vn, &c->copy), bit = HT_CONF_COPY;
+	else if (key_is(k, kn, "containers"))
+		err = parse_containers(l, v, vn, &c->containers), bit = HT_CONF_CONTAINERS;
 	else if (key_is(k, kn, "copy_after_ms"))
 		err = parse_uint(l, "copy_after_ms", v, vn, HT_CONF_COPY_AFTER_MAX, &c->copy_after_ms),
 		bit = HT_CONF_COPY_AFTER_MS;

@@ -57,6 +57,14 @@ enum ht_conf_key {
 	HT_CONF_BIG_LIBRARIES = 1u << 17,
 	HT_CONF_SERVICE = 1u << 20,
 	HT_CONF_COPY_HOT = 1u << 21,
+	HT_CONF_CONTAINERS = 1u << 27,
+};
+
+/* containers = ...: which containers the OCI hook (hugetext oci-hook) injects. */
+enum ht_conf_containers {
+	HT_CONF_CONTAINERS_ANNOTATED = 0, /* those annotated io.hugetext/enable=1 (the default) */
+	HT_CONF_CONTAINERS_ALL,           /* all, but those annotated io.hugetext/enable=0 */
+	HT_CONF_CONTAINERS_OFF,           /* none */
 };
 
 /* mode = ...: the same order as enum ht_mode (internal.h). */
@@ -85,6 +93,8 @@ struct ht_conf {
 	int big_libraries;                /* 0 off, 1 on, 2 auto: as HT_BIG_LIBRARIES_* */
 	int service;                      /* 0 or 1: ht_options.service */
 	int copy_hot;                     /* 0 or 1: ht_options.copy_hot */
+	/* hugetext oci-hook */
+	int containers;                   /* enum ht_conf_containers */
 	/* hugetext setup */
 	unsigned pool;                    /* 2 MiB pages; 0: leave the pool alone */
 	char hugetlbfs[HT_CONF_PATH_MAX];

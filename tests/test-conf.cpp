@@ -217,6 +217,23 @@ TEST_CASE("sizes take K, M or G in binary units and refuse overflow", "[conf]")
 	}
 }
 
+TEST_CASE("containers takes annotated, all or off, for the OCI hook", "[conf]")
+{
+	CHECK(parse("")->conf.containers == HT_CONF_CONTAINERS_ANNOTATED); // absent: the default
+	auto p = parse("containers = annotated");
+	CHECK(p->conf.set == HT_CONF_CONTAINERS);
+	CHECK(p->conf.containers == HT_CONF_CONTAINERS_ANNOTATED);
+	CHECK(parse("containers = all")->conf.containers == HT_CONF_CONTAINERS_ALL);
+	CHECK(parse("containers = off")->conf.containers == HT_CONF_CONTAINERS_OFF);
+	CHECK(parse("containers = off\ncontainers = all\n")->conf.containers == HT_CONF_CONTAINERS_ALL);
+	for (const char *bad : { "yes", "1", "ALL", "annotated all", "none" }) {
+		INFO(bad);
+		auto b = parse(std::string("containers = ") + bad);
+		CHECK(b->rc == -EINVAL);
+		CHECK(b->err == std::string("line 1: containers: '") + bad + "' is not annotated, all or off");
+	}
+}
+
 TEST_CASE("numbers and flags are checked", "[conf]")
 {
 	CHECK(parse("budget_ms = 3600000")->conf.budget_ms == 3600000);
