@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "hugetext.h"
+#include "ocihook.h"
 #include "serve.h"
 #include "setup.h"
 #include "status.h"
@@ -22,6 +23,7 @@ static const struct {
 	{ "setup", hte_cmd_setup, "hugetext setup" },
 	{ "status", hte_cmd_status, "hugetext status" },
 	{ "serve", hte_cmd_serve, "hugetext serve" },
+	{ "oci-hook", hte_cmd_oci_hook, "hugetext oci-hook" },
 };
 
 static void usage(FILE *f)
@@ -53,6 +55,10 @@ static void usage(FILE *f)
 	      "  serve [--socket PATH] [--state PATH]\n"
 	      "        the text service: warm or cache the code the preload's processes\n"
 	      "        offer, so that their later starts map it huge with no copy\n"
+	      "  oci-hook [--preload PATH] [--socket PATH] [--cache DIR] ...\n"
+	      "        the OCI hook of Podman and CRI-O (hooks.d): containers that ask get the\n"
+	      "        preload, the text service and the shared cache, with no change to\n"
+	      "        their image\n"
 	      "\n"
 	      "'hugetext COMMAND --help' shows a command's options; man hugetext(1) has more.\n",
 	      f);
