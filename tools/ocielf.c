@@ -228,17 +228,26 @@ int hte_glibc_version(const struct hte_elf_versions *v, char *out, size_t cap)
 int hte_versions_cover(const struct hte_elf_versions *have, const struct hte_verneed *need, char *missing,
 		       size_t cap)
 {
+	size_t at = 0;
+	int all = 1;
+
+	if (cap)
+		missing[0] = '\0';
 	for (unsigned i = 0; i < need->n; i++) {
 		unsigned j = 0;
 
 		while (j < have->ndef && strcmp(have->def[j], need->name[i]) != 0)
 			j++;
-		if (j == have->ndef) {
-			snprintf(missing, cap, "%s", need->name[i]);
-			return 0;
+		if (j < have->ndef)
+			continue;
+		all = 0;
+		if (cap && at < cap) {
+			int n = snprintf(missing + at, cap - at, "%s%s", at ? ", " : "", need->name[i]);
+
+			at = n > 0 ? at + (size_t)n : at;
 		}
 	}
-	return 1;
+	return all;
 }
 
 const char *hte_loader_path(unsigned machine, int elfclass)

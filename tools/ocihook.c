@@ -676,7 +676,7 @@ static void host_view(struct hook *h, struct inject *in, const char **why)
 static int in_root(struct inject *in, const char *path, int dir, int no_symlinks)
 {
 	unsigned long long res = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS | (no_symlinks ? RESOLVE_NO_SYMLINKS : 0);
-	int flags = O_PATH | O_CLOEXEC | (dir ? O_DIRECTORY : 0) | (no_symlinks ? O_NOFOLLOW : 0);
+	int flags = O_PATH | O_CLOEXEC | (dir ? O_DIRECTORY : 0);
 
 	return (int)sys_openat2(in->root, path, flags, res);
 }
@@ -789,7 +789,7 @@ static int glibc_check(struct hook *h, struct inject *in, char *why, size_t cap)
 	for (unsigned i = 0; i < in->pre_v->nfiles; i++) {
 		const struct hte_verneed *need = &in->pre_v->need[i];
 		const struct hte_elf_versions *have = ld;
-		char path[PATH_MAX], missing[HTE_VER_NAME_MAX], ver[32];
+		char path[PATH_MAX], missing[512], ver[32];
 
 		/* The loader names itself in its first version definition (its soname). */
 		if (!(ld->ndef && strcmp(ld->def[0], need->file) == 0)) {
@@ -849,7 +849,7 @@ static int may_create(struct inject *in, int dirfd)
 static int target_dir(struct inject *in, int dirfd, const char *name, const char *shown, int *made, char *why,
 		      size_t cap)
 {
-	int fd = (int)sys_openat2(dirfd, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC,
+	int fd = (int)sys_openat2(dirfd, name, O_PATH | O_DIRECTORY | O_CLOEXEC,
 				  RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS);
 
 	if (fd == -ENOENT && made) {
@@ -864,7 +864,7 @@ static int target_dir(struct inject *in, int dirfd, const char *name, const char
 		}
 		fchmodat(dirfd, name, 0755, 0);
 		*made = 1;
-		fd = (int)sys_openat2(dirfd, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC,
+		fd = (int)sys_openat2(dirfd, name, O_PATH | O_DIRECTORY | O_CLOEXEC,
 				      RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS);
 	}
 	if (fd >= 0)
@@ -889,7 +889,7 @@ static int target_preload_list(struct inject *in, char *why, size_t cap, char **
 
 	*text = NULL;
 	*len = 0;
-	in->etc_pre = (int)sys_openat2(in->etc, "ld.so.preload", O_PATH | O_NOFOLLOW | O_CLOEXEC,
+	in->etc_pre = (int)sys_openat2(in->etc, "ld.so.preload", O_PATH | O_CLOEXEC,
 				       RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS);
 	if (in->etc_pre == -ENOENT) {
 		if (!may_create(in, in->etc)) {
@@ -906,7 +906,7 @@ static int target_preload_list(struct inject *in, char *why, size_t cap, char **
 		in->made_etc_pre = 1;
 		fchmod(fd, 0644);
 		close(fd);
-		in->etc_pre = (int)sys_openat2(in->etc, "ld.so.preload", O_PATH | O_NOFOLLOW | O_CLOEXEC,
+		in->etc_pre = (int)sys_openat2(in->etc, "ld.so.preload", O_PATH | O_CLOEXEC,
 					       RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS);
 	}
 	if (in->etc_pre == -ELOOP) {

@@ -203,7 +203,7 @@ int hte_glibc_version(const struct hte_elf_versions *v, char *out, size_t cap);
 
 /*
  * Whether @have defines every version of @need.  Returns: 1 when it does;
- * 0 with the first missing name in @missing.
+ * 0 with the missing names in @missing ("GLIBC_2.32, GLIBC_2.34").
  */
 int hte_versions_cover(const struct hte_elf_versions *have, const struct hte_verneed *need, char *missing,
 		       size_t cap);

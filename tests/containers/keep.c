@@ -1,0 +1,1 @@
+void keep_marker(void); void keep_marker(void) {}

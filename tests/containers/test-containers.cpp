@@ -1,0 +1,897 @@
+// Description: hugetext oci-hook under Podman with runc, in a private mount
+// namespace of the test (a tmpfs on /run/hugetext, where the hook keeps its
+// records and log and the text service its socket and cache), with the
+// build's hook and preload named by a hooks.d file of the test's own.
+// Images are built from the host's own files (a program and its ldd
+// libraries, podman import) and kept by content, so reruns import nothing.
+// Cases: an unannotated container is left alone; an annotated one gets the
+// preload, its image's own preloaded library kept, nothing it can change;
+// the host policy (all, off); musl, static and glibc-2.17 images left
+// alone; hostile images (links to host paths, a directory, a FIFO or a
+// huge file where /etc/ld.so.preload is expected, /etc, /run, /run/hugetext
+// links, loader and libc links out of the image) start unchanged and
+// nothing on the host changes; node's code on the page cache's 2 MiB pages
+// with nothing private from its second start (the text service warms the
+// file the container runs), and two containers of one image on the same
+// physical pages.  [full] (tests/containers/run.sh): clang++ with its
+// libraries, a container started again, a user-namespaced container.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cerrno>
+#include <csignal>
+#include <cstring>
+#include <fcntl.h>
+#include <filesystem>
+#include <functional>
+#include <fstream>
+#include <map>
+#include <sched.h>
+#include <set>
+#include <sstream>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <thread>
+#include <unistd.h>
+
+#include "../tools/tooltest.hpp"
+
+extern "C" {
+#include "ocihook.h"
+}
+
+namespace fs = std::filesystem;
+
+namespace {
+
+const std::string run_dir = "/run/hugetext";
+const std::string records = run_dir + "/containers";
+const std::string hook_log = run_dir + "/oci-hook.log";
+const std::string sock = run_dir + "/service.sock";
+const std::string serve_state = run_dir + "/service.json";
+const std::string cache = run_dir + "/text";
+// Host paths the hostile images point at: fixed, so the images stay the same from run to run.
+const std::string canary = "/var/lib/hugetext-test-canary";
+const std::string annotation = "io.hugetext/enable";
+
+// What podman and the programs it starts must not inherit from the test runner.
+const std::vector<std::string> clean_env = { "LD_PRELOAD", "HUGETEXT_PAGE_CACHE", "HUGETEXT_COPY" };
+
+std::string trim(const std::string &s)
+{
+	size_t b = s.find_first_not_of(" \t\n"), e = s.find_last_not_of(" \t\n");
+	return b == std::string::npos ? "" : s.substr(b, e - b + 1);
+}
+
+prog_result podman(const std::vector<std::string> &args, double timeout = 120, const std::string &in = "/dev/null")
+{
+	std::vector<std::string> argv = { "podman" };
+	argv.insert(argv.end(), args.begin(), args.end());
+	prog_opts o;
+	o.env = clean_env;
+	o.timeout_s = timeout;
+	o.stdin_path = in;
+	return run_prog(argv, o);
+}
+
+// --- the set-up, once per process ---
+
+struct setup {
+	std::string why;  // a skip reason
+	std::string work; // tarballs, trees, hooks dirs
+	std::map<std::string, std::string> hooks; // policy -> hooks dir
+	std::string probe_image;
+
+	setup();
+	~setup()
+	{
+		if (!work.empty())
+			fs::remove_all(work);
+	}
+};
+
+// A hooks.d directory naming the build's hook and preload, the test's paths and @conf.
+std::string hooks_dir(const std::string &work, const std::string &name, const std::string &conf_text)
+{
+	std::string dir = work + "/hooks-" + name, conf = work + "/hugetext-" + name + ".conf";
+	fs::create_directories(dir);
+	std::ofstream(conf) << conf_text;
+	chmod(conf.c_str(), 0644);
+	std::string args;
+	for (const std::string &a : { std::string("hugetext"), std::string("oci-hook"),
+				      std::string("--preload"), build_path("lib/libhugetext-preload.so"),
+				      std::string("--socket"), sock, std::string("--cache"), cache,
+				      std::string("--records"), records, std::string("--log"), hook_log,
+				      std::string("--config"), conf })
+		args += (args.empty() ? "\"" : ", \"") + a + "\"";
+	std::ofstream(dir + "/50-hugetext.json")
+		<< "{\"version\": \"1.0.0\", \"hook\": {\"path\": \"" << build_path("tools/hugetext")
+		<< "\", \"args\": [" << args << "], \"timeout\": 30}, \"when\": {\"always\": true}, "
+		<< "\"stages\": [\"createRuntime\", \"poststop\"]}\n";
+	return dir;
+}
+
+// A directory tree that becomes an image.
+struct tree {
+	std::string root;
+	explicit tree(const std::string &r) : root(r)
+	{
+		fs::remove_all(root);
+		fs::create_directories(root);
+	}
+	std::string at(const std::string &p) const
+	{
+		fs::create_directories(fs::path(root + p).parent_path());
+		return root + p;
+	}
+	void file(const std::string &p, const std::string &from, unsigned mode = 0755)
+	{
+		fs::copy_file(from, at(p), fs::copy_options::overwrite_existing);
+		chmod((root + p).c_str(), mode);
+	}
+	void text(const std::string &p, const std::string &bytes, unsigned mode = 0644)
+	{
+		std::ofstream(at(p), std::ios::binary) << bytes;
+		chmod((root + p).c_str(), mode);
+	}
+	void link(const std::string &p, const std::string &to) { fs::create_symlink(to, at(p)); }
+	void dir(const std::string &p) { fs::create_directories(root + p); }
+	void fifo(const std::string &p) { mkfifo(at(p).c_str(), 0644); }
+	// @prog at @p, and the libraries ldd names at their paths (the loader too).
+	void with_libs(const std::string &prog, const std::string &p)
+	{
+		file(p, prog);
+		std::istringstream in(run_prog({ "ldd", prog }).out);
+		std::string line;
+		while (std::getline(in, line)) {
+			size_t at = line.find("=> /"), start = at != std::string::npos ? at + 3 : line.find_first_not_of(" \t");
+			if (start == std::string::npos || line[start] != '/')
+				continue;
+			std::string lib = line.substr(start, line.find(' ', start) - start);
+			if (!fs::exists(root + lib))
+				file(lib, lib, 0755);
+		}
+	}
+};
+
+// The image of @t, named by its content: imported once, then found again.  "" on failure, @err says why.
+std::string try_image(const tree &t, const std::string &name, const std::string &work, std::string *err)
+{
+	std::string tar = work + "/" + name + ".tar";
+	prog_result r = run_prog({ "tar", "--sort=name", "--mtime=@0", "--owner=0", "--group=0", "--numeric-owner",
+				   "-C", t.root, "-cf", tar, "." });
+	if (r.status != 0) {
+		*err = "tar: " + r.err;
+		return "";
+	}
+	std::string hash = trim(run_prog({ "sha256sum", tar }).out).substr(0, 16);
+	std::string repo = "localhost/hth-test-" + name, tag = repo + ":" + hash;
+	if (podman({ "image", "exists", tag }).status != 0) {
+		r = podman({ "import", "-q", tar, tag }, 300);
+		if (r.status != 0) {
+			*err = "podman import: " + r.err;
+			fs::remove(tar);
+			return "";
+		}
+		// Older contents of the same image go.
+		std::istringstream old(podman({ "images", "--format", "{{.Repository}}:{{.Tag}}", "--filter",
+						"reference=" + repo }).out);
+		std::string o;
+		while (std::getline(old, o))
+			if (o != tag && o.rfind(repo + ":", 0) == 0)
+				podman({ "rmi", "-f", o });
+	}
+	fs::remove(tar);
+	return tag;
+}
+
+std::string image_of(const tree &t, const std::string &name, const std::string &work)
+{
+	std::string err, tag = try_image(t, name, work, &err);
+	INFO(err);
+	REQUIRE(!tag.empty());
+	return tag;
+}
+
+// The probe against glibc, and the library the image's own ld.so.preload names.
+tree probe_tree(const std::string &work, const std::string &name)
+{
+	tree t(work + "/tree-" + name);
+	t.with_libs(build_path("tests/containers/ctr-probe"), "/probe");
+	t.dir("/etc");
+	t.dir("/tmp");
+	return t;
+}
+
+setup::setup()
+{
+	if (geteuid() != 0) {
+		why = "needs root: Podman runs the hook as root, and the test mounts in a private namespace";
+		return;
+	}
+	for (const char *p : { "podman", "runc" })
+		if (!have_program(p)) {
+			why = std::string(p) + " is missing (apt-get install podman runc)";
+			return;
+		}
+	errno = 0;
+	if (syscall(SYS_mount_setattr, -1, "", 0, nullptr, 0) < 0 && errno == ENOSYS) {
+		why = "the kernel lacks mount_setattr (Linux 5.12): the hook cannot mount read-only onto descriptors";
+		return;
+	}
+	// /run/hugetext is where the preload and the service look: a tmpfs of ours there.
+	if (mkdir(run_dir.c_str(), 0755) < 0 && errno != EEXIST) {
+		why = "cannot make " + run_dir + ": " + std::strerror(errno);
+		return;
+	}
+	if (unshare(CLONE_NEWNS) < 0 || mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) < 0 ||
+	    mount("hth-test", run_dir.c_str(), "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755") < 0) {
+		why = std::string("no private mount namespace with a tmpfs on /run/hugetext: ") + std::strerror(errno);
+		return;
+	}
+	prog_result info = podman({ "info", "--format", "{{.Host.OCIRuntime.Name}}" }, 60);
+	if (info.status != 0) {
+		why = "podman does not work here: " + trim(info.err).substr(0, 300);
+		return;
+	}
+	char tmpl[] = "/var/tmp/hugetext-containers-XXXXXX";
+	if (!mkdtemp(tmpl)) {
+		why = "cannot make a work directory in /var/tmp";
+		return;
+	}
+	work = tmpl;
+	hooks["annotated"] = hooks_dir(work, "annotated", "");
+	hooks["all"] = hooks_dir(work, "all", "containers = all\n");
+	hooks["off"] = hooks_dir(work, "off", "containers = off\n");
+	tree t = probe_tree(work, "probe");
+	std::string err;
+	probe_image = try_image(t, "probe", work, &err);
+	if (probe_image.empty()) {
+		why = "cannot make an image here: " + trim(err).substr(0, 300);
+		return;
+	}
+	// A container must start at all (cgroups, the runtime): the machine's, not the hook's.
+	prog_result r = podman({ "run", "--rm", "--network", "none", probe_image, "/probe" }, 120);
+	if (r.status != 0 || r.out.find("preload-mapped: no") == std::string::npos)
+		why = "podman cannot start a container here: " + trim(r.err).substr(0, 300);
+}
+
+setup &the_setup()
+{
+	static setup s;
+	return s;
+}
+
+// --- running containers ---
+
+struct ctr {
+	int status = -1;
+	std::string out, err, id;
+};
+
+int ctr_count;
+
+// One container: podman run --rm with the hooks dir of @policy, annotated with @value unless it is "".
+ctr run_ctr(const std::string &policy, const std::string &img, const std::vector<std::string> &cmd,
+	    const std::string &value, const std::vector<std::string> &opts = {}, const std::string &in = "/dev/null")
+{
+	setup &s = the_setup();
+	std::string cid = s.work + "/cid-" + std::to_string(++ctr_count);
+	std::vector<std::string> args = { "run", "--rm", "--network", "none", "--hooks-dir", s.hooks.at(policy),
+					  "--cidfile", cid, "--name", "hth-test-" + std::to_string(getpid()) + "-" +
+					  std::to_string(ctr_count) };
+	if (!value.empty())
+		args.insert(args.end(), { "--annotation", annotation + "=" + value });
+	args.insert(args.end(), opts.begin(), opts.end());
+	args.push_back(img);
+	args.insert(args.end(), cmd.begin(), cmd.end());
+	prog_result r = podman(args, 300, in);
+	ctr c;
+	c.status = r.status;
+	c.out = r.out;
+	c.err = r.err;
+	c.id = trim(read_file(cid));
+	fs::remove(cid);
+	return c;
+}
+
+// The hook's log lines about container @id.
+std::string log_of(const std::string &id)
+{
+	std::istringstream in(read_file(hook_log));
+	std::string line, out;
+	while (std::getline(in, line))
+		if (!id.empty() && line.find(" " + id + " ") != std::string::npos)
+			out += line + "\n";
+	return out;
+}
+
+// A container that runs until finish(): its standard input is a FIFO of ours.
+struct waiting {
+	std::string fifo;
+	std::thread t;
+	ctr result;
+	int wfd = -1;
+
+	waiting(const std::string &img, const std::vector<std::string> &cmd, const std::vector<std::string> &opts = {})
+	{
+		setup &s = the_setup();
+		fifo = s.work + "/fifo-" + std::to_string(++ctr_count);
+		mkfifo(fifo.c_str(), 0600);
+		std::vector<std::string> o = { "-i" };
+		o.insert(o.end(), opts.begin(), opts.end());
+		t = std::thread([this, img, cmd, o] { result = run_ctr("annotated", img, cmd, "1", o, fifo); });
+		wfd = open(fifo.c_str(), O_WRONLY | O_CLOEXEC); // until podman opens it
+	}
+	ctr &finish()
+	{
+		if (wfd >= 0)
+			close(wfd);
+		wfd = -1;
+		if (t.joinable())
+			t.join();
+		fs::remove(fifo);
+		return result;
+	}
+	~waiting() { finish(); }
+};
+
+// The record of the one running container annotated so, waited for; nullptr after @timeout.
+std::unique_ptr<hte_oci_record> wait_record(const std::set<std::string> &not_these = {}, double timeout = 60)
+{
+	for (int i = 0; i < timeout * 10; i++) {
+		std::error_code ec;
+		for (auto &e : fs::directory_iterator(records, ec)) {
+			std::string text = read_file(e.path().string());
+			auto r = std::make_unique<hte_oci_record>();
+			if (e.path().extension() == ".json" && hte_oci_record_parse(text.data(), text.size(), r.get()) == 0 &&
+			    !not_these.count(r->id) && r->pid > 0 && kill((pid_t)r->pid, 0) == 0)
+				return r;
+		}
+		usleep(100000);
+	}
+	return nullptr;
+}
+
+// --- the host, before and after ---
+
+// What a hostile image may point at: a file, a directory, an /etc, a /run.
+void make_canary()
+{
+	fs::remove_all(canary);
+	fs::create_directories(canary + "/etc");
+	fs::create_directories(canary + "/run");
+	fs::create_directories(canary + "/rh");
+	std::ofstream(canary + "/ld.so.preload") << "canary\n";
+	std::ofstream(canary + "/etc/ld.so.preload") << "canary etc\n";
+}
+
+// Every name, size, mode and time under the canary, and the test's own mounts.
+std::string host_snapshot()
+{
+	std::string s;
+	for (auto &e : fs::recursive_directory_iterator(canary)) {
+		struct stat st;
+		lstat(e.path().c_str(), &st);
+		s += e.path().string() + " " + std::to_string(st.st_mode) + " " + std::to_string(st.st_size) + " " +
+		     std::to_string(st.st_ino) + " " + std::to_string(st.st_mtim.tv_sec) + "." +
+		     std::to_string(st.st_mtim.tv_nsec) + "\n";
+		if (e.is_regular_file())
+			s += read_file(e.path().string());
+	}
+	std::istringstream mi(read_file("/proc/self/mountinfo"));
+	std::string line;
+	std::set<std::string> points;
+	while (std::getline(mi, line)) {
+		std::istringstream f(line);
+		std::string id, parent, dev, root, point;
+		f >> id >> parent >> dev >> root >> point;
+		points.insert(point);
+	}
+	// Podman's own: its storage is a private mount of itself once it has run here.
+	points.erase("/var/lib/containers/storage/overlay");
+	for (auto &p : points)
+		s += "mount " + p + "\n";
+	return s;
+}
+
+// --- smaps and pagemap of a host process ---
+
+struct code_map {
+	uint64_t start = 0, end = 0, offset = 0, rss_kb = 0, file_pmd_kb = 0, anon_kb = 0, anon_huge_kb = 0;
+	std::string path, perms;
+};
+
+std::vector<code_map> exec_maps(long pid)
+{
+	std::vector<code_map> v;
+	std::istringstream in(read_file("/proc/" + std::to_string(pid) + "/smaps"));
+	std::string line;
+	code_map *cur = nullptr;
+	while (std::getline(in, line)) {
+		unsigned long long a, b, off;
+		char perms[8];
+		if (std::sscanf(line.c_str(), "%llx-%llx %7s %llx", &a, &b, perms, &off) == 4 &&
+		    line.find(" kB") == std::string::npos) {
+			v.push_back({});
+			cur = &v.back();
+			cur->start = a;
+			cur->end = b;
+			cur->offset = off;
+			cur->perms = perms;
+			size_t p = line.find('/');
+			cur->path = p == std::string::npos ? "" : line.substr(p);
+			continue;
+		}
+		unsigned long long kb;
+		if (!cur)
+			continue;
+		if (std::sscanf(line.c_str(), "Rss: %llu kB", &kb) == 1)
+			cur->rss_kb = kb;
+		else if (std::sscanf(line.c_str(), "FilePmdMapped: %llu kB", &kb) == 1)
+			cur->file_pmd_kb = kb;
+		else if (std::sscanf(line.c_str(), "Anonymous: %llu kB", &kb) == 1)
+			cur->anon_kb = kb;
+		else if (std::sscanf(line.c_str(), "AnonHugePages: %llu kB", &kb) == 1)
+			cur->anon_huge_kb = kb;
+	}
+	v.erase(std::remove_if(v.begin(), v.end(), [](const code_map &m) { return m.perms.size() < 3 || m.perms[2] != 'x'; }),
+		v.end());
+	return v;
+}
+
+// The code of @pid from files named @name: on the page cache's 2 MiB pages, and copied.
+struct code_sum {
+	uint64_t code_kb = 0, file_pmd_kb = 0, private_kb = 0;
+	std::string text;
+};
+
+code_sum code_of(long pid, const std::string &name)
+{
+	code_sum s;
+	for (auto &m : exec_maps(pid)) {
+		if (m.path.find(name) != std::string::npos) {
+			s.code_kb += (m.end - m.start) / 1024;
+			s.file_pmd_kb += m.file_pmd_kb;
+			s.private_kb += m.anon_kb;
+		} else if (m.path.empty() && m.anon_huge_kb) {
+			s.private_kb += m.anon_kb; // an anonymous copy of code, a THP one
+		}
+		std::ostringstream o;
+		o << std::hex << m.start << "-" << m.end << std::dec << " " << m.path << " rss " << m.rss_kb
+		  << " FilePmdMapped " << m.file_pmd_kb << " Anonymous " << m.anon_kb << " AnonHuge " << m.anon_huge_kb
+		  << "\n";
+		s.text += o.str();
+	}
+	return s;
+}
+
+// The frames behind [start, end) of @pid, 0 where a page is absent.
+std::vector<uint64_t> frames(long pid, uint64_t start, uint64_t end)
+{
+	std::vector<uint64_t> pm((end - start) / 4096);
+	int fd = open(("/proc/" + std::to_string(pid) + "/pagemap").c_str(), O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return {};
+	ssize_t n = pread(fd, pm.data(), pm.size() * 8, (off_t)(start / 4096 * 8));
+	close(fd);
+	pm.resize(n > 0 ? (size_t)n / 8 : 0);
+	for (auto &e : pm)
+		e = (e >> 63) & 1 ? e & ((1ULL << 55) - 1) : 0;
+	return pm;
+}
+
+// The text service, started for one case, stopped at its end.
+struct service {
+	pid_t pid = -1;
+	std::string log;
+	service()
+	{
+		log = the_setup().work + "/serve.log";
+		unlink(sock.c_str());
+		unlink(serve_state.c_str());
+		pid = fork();
+		if (pid == 0) {
+			int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+			dup2(fd, 1);
+			dup2(fd, 2);
+			for (auto &v : clean_env)
+				unsetenv(v.c_str());
+			execl(build_path("tools/hugetext").c_str(), "hugetext", "serve", "--socket", sock.c_str(), "--state",
+			      serve_state.c_str(), (char *)nullptr);
+			_exit(127);
+		}
+		for (int i = 0; i < 100 && !file_exists(sock); i++)
+			usleep(50000);
+	}
+	~service()
+	{
+		if (pid > 0) {
+			kill(pid, SIGTERM);
+			waitpid(pid, nullptr, 0);
+		}
+	}
+	// Waits until the state file's @key is at least @n; its text.
+	std::string wait_count(const std::string &key, long n, double timeout = 90)
+	{
+		std::string s;
+		for (int i = 0; i < timeout * 5; i++) {
+			s = read_file(serve_state);
+			size_t at = s.find("\"" + key + "\":");
+			if (at != std::string::npos && std::atol(s.c_str() + at + key.size() + 3) >= n)
+				return s;
+			usleep(200000);
+		}
+		return s;
+	}
+};
+
+// The real file of an image's @path: its layer's diff directory (one layer: podman import).
+std::string layer_file(const std::string &img, const std::string &path)
+{
+	return trim(podman({ "image", "inspect", "--format", "{{.GraphDriver.Data.UpperDir}}", img }).out) + path;
+}
+
+std::string line_of(const std::string &out, const std::string &key)
+{
+	std::istringstream in(out);
+	std::string line;
+	while (std::getline(in, line))
+		if (line.rfind(key + ": ", 0) == 0)
+			return line.substr(key.size() + 2);
+	return "";
+}
+
+} // namespace
+
+extern "C" const char *test_skip_reason(void)
+{
+	const std::string &why = the_setup().why;
+	return why.empty() ? nullptr : why.c_str();
+}
+
+TEST_CASE("a container that does not ask is left alone: no preload, no record, no log line", "[hook]")
+{
+	setup &s = the_setup();
+	ctr c = run_ctr("annotated", s.probe_image, { "/probe" }, "");
+	INFO(c.err);
+	REQUIRE(c.status == 0);
+	CHECK(line_of(c.out, "preload-mapped") == "no");
+	CHECK(line_of(c.out, "etc-ld.so.preload") == "absent");
+	CHECK(line_of(c.out, "run-hugetext") == "absent");
+	CHECK(!c.id.empty());
+	CHECK(log_of(c.id) == "");
+	CHECK(!file_exists(records + "/" + c.id + ".json"));
+}
+
+TEST_CASE("an annotated container gets the preload, its image's own entries kept, and can change none of it",
+	  "[hook]")
+{
+	setup &s = the_setup();
+	tree t = probe_tree(s.work, "keep");
+	t.file("/usr/lib/libkeep.so", build_path("tests/containers/libkeep.so"));
+	t.text("/etc/ld.so.preload", "# the image's own\n/usr/lib/libkeep.so\n");
+	std::string img = image_of(t, "keep", s.work);
+
+	// The cache mounted (as the service or hugetext setup mounts it): the container gets a view of it.
+	fs::create_directories(cache);
+	REQUIRE(mount("hth-test-cache", cache.c_str(), "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777,huge=within_size,size=64m") == 0);
+	service svc;
+
+	waiting w(img, { "/probe", "write", "wait" });
+	auto rec = wait_record();
+	REQUIRE(rec);
+	INFO("record reason: " << rec->reason);
+	CHECK(rec->injected == 1);
+	CHECK(std::string(rec->glibc).rfind("2.", 0) == 0);
+	CHECK(rec->kept == 1);
+	CHECK(rec->socket == 1);
+	REQUIRE(rec->has_view == 1);
+	CHECK(std::string(rec->view) == cache + "/shared/c/" + rec->id);
+	struct stat st;
+	REQUIRE(stat(rec->view, &st) == 0); // made on the host for the service
+	CHECK(st.st_uid == 0);
+	CHECK((st.st_mode & 07777) == 0755);
+	CHECK(std::string(rec->upperdir).find("/diff") != std::string::npos);
+	CHECK(std::string(rec->userns) == "host");
+	CHECK(rec->mntns != 0);
+	ctr &c = w.finish();
+	INFO(c.out << c.err);
+	REQUIRE(c.status == 0);
+	const std::string list = "[/usr/lib/libkeep.so|/run/hugetext/libhugetext-preload.so|]";
+	CHECK(line_of(c.out, "etc-ld.so.preload") == "file " + list);
+	CHECK(line_of(c.out, "run-ld.so.preload") == "file " + list);
+	CHECK(line_of(c.out, "preload-mapped") == "yes");
+	CHECK(line_of(c.out, "keep-mapped") == "yes");
+	CHECK(line_of(c.out, "service-sock") == "socket");
+	CHECK(line_of(c.out, "text-shared") == "directory");
+	// Read-only, and no CAP_SYS_ADMIN to unmount or remount it.
+	CHECK(line_of(c.out, "write-etc-ld.so.preload") == "EROFS");
+	CHECK(line_of(c.out, "write-preload") == "EROFS");
+	CHECK(line_of(c.out, "create-run-hugetext") == "EROFS");
+	CHECK(line_of(c.out, "create-text-shared") == "EROFS");
+	CHECK(line_of(c.out, "umount-run-hugetext") == "EPERM");
+	CHECK(line_of(c.out, "remount-rw") == "EPERM");
+	std::string log = log_of(c.id);
+	CHECK(log.find(c.id + " injected (glibc ") != std::string::npos);
+	CHECK(log.find("(1 entry of the image kept), the service's socket, the cache view") != std::string::npos);
+	// poststop took the record and the view.
+	CHECK(log.find(c.id + " stopped: record and cache view removed") != std::string::npos);
+	CHECK(!file_exists(records + "/" + c.id + ".json"));
+	CHECK(!file_exists(rec->view));
+	// The image is as it was: the next container without the annotation sees its own file only.
+	ctr plain = run_ctr("annotated", img, { "/probe" }, "");
+	CHECK(line_of(plain.out, "etc-ld.so.preload") == "file [# the image's own|/usr/lib/libkeep.so|]");
+	CHECK(line_of(plain.out, "preload-mapped") == "no");
+	CHECK(line_of(plain.out, "keep-mapped") == "yes");
+	umount2(cache.c_str(), MNT_DETACH);
+}
+
+TEST_CASE("the host's policy: containers = all takes every container but those annotated 0; off takes none",
+	  "[hook][policy]")
+{
+	setup &s = the_setup();
+	ctr all = run_ctr("all", s.probe_image, { "/probe" }, "");
+	CHECK(line_of(all.out, "preload-mapped") == "yes");
+	CHECK(log_of(all.id).find(" injected (glibc ") != std::string::npos);
+	ctr no = run_ctr("all", s.probe_image, { "/probe" }, "0");
+	CHECK(line_of(no.out, "preload-mapped") == "no");
+	CHECK(log_of(no.id).find(" not injected: annotated io.hugetext/enable=0") != std::string::npos);
+	ctr off = run_ctr("off", s.probe_image, { "/probe" }, "1");
+	CHECK(line_of(off.out, "preload-mapped") == "no");
+	CHECK(log_of(off.id).find(" not injected: the host's policy is containers = off") != std::string::npos);
+	ctr bad = run_ctr("annotated", s.probe_image, { "/probe" }, "yes");
+	CHECK(line_of(bad.out, "preload-mapped") == "no");
+	CHECK(log_of(bad.id).find(" not injected: the annotation io.hugetext/enable is neither 0 nor 1") !=
+	      std::string::npos);
+	for (const ctr *c : { &all, &no, &off, &bad }) {
+		INFO(c->err);
+		CHECK(c->status == 0);
+	}
+}
+
+namespace {
+
+// Runs @img annotated and not: the same output, the log's reason, and nothing on the host changed.
+void left_alone(const std::string &img, const std::vector<std::string> &cmd, const std::string &reason)
+{
+	std::string before = host_snapshot();
+	ctr asked = run_ctr("annotated", img, cmd, "1");
+	ctr plain = run_ctr("annotated", img, cmd, "");
+	std::string after = host_snapshot();
+	INFO("image " << img << "\nannotated: " << asked.out << asked.err << "\nplain: " << plain.out << plain.err);
+	INFO("log: " << log_of(asked.id));
+	CHECK(asked.status == plain.status);
+	CHECK(asked.out == plain.out);
+	CHECK(line_of(asked.out, "preload-mapped") != "yes");
+	CHECK(log_of(asked.id).find(" not injected: " + reason) != std::string::npos);
+	CHECK(before == after);
+}
+
+} // namespace
+
+TEST_CASE("musl and static programs are left exactly as they are", "[hook][libc]")
+{
+	setup &s = the_setup();
+	const std::string musl = build_path("tests/containers/ctr-probe-musl");
+	if (file_exists(musl)) {
+		tree m(s.work + "/tree-musl");
+		m.file("/probe", musl);
+		m.file("/lib/ld-musl-x86_64.so.1", fs::canonical("/lib/ld-musl-x86_64.so.1"));
+		m.dir("/etc");
+		left_alone(image_of(m, "musl", s.work), { "/probe" },
+			   "no glibc loader /lib64/ld-linux-x86-64.so.2 in the image (musl, static, or another "
+			   "architecture): left as it is");
+	} else {
+		WARN("musl-gcc is missing (apt-get install musl-tools): no musl image");
+	}
+	tree st(s.work + "/tree-static");
+	st.file("/probe", build_path("tests/containers/ctr-probe-static"));
+	st.dir("/etc");
+	left_alone(image_of(st, "static", s.work), { "/probe" }, "no glibc loader /lib64/ld-linux-x86-64.so.2");
+}
+
+TEST_CASE("an image whose glibc is older than the preload needs (2.17) is left alone", "[hook][libc]")
+{
+	setup &s = the_setup();
+	tree t(s.work + "/tree-old");
+	t.file("/probe", build_path("tests/containers/ctr-probe-static"));
+	t.file("/lib64/ld-linux-x86-64.so.2", fs::canonical("/lib64/ld-linux-x86-64.so.2"));
+	t.file("/lib/x86_64-linux-gnu/libc.so.6", build_path("tests/containers/fake-libc-2.17.so"));
+	t.dir("/etc");
+	left_alone(image_of(t, "oldglibc", s.work), { "/probe" },
+		   "the image's /lib/x86_64-linux-gnu/libc.so.6 (glibc 2.17) lacks GLIBC_2.32, GLIBC_2.34, which the "
+		   "preload needs: left as it is");
+}
+
+TEST_CASE("hostile images start unchanged and nothing on the host changes", "[hook][hostile]")
+{
+	setup &s = the_setup();
+	make_canary();
+	const struct {
+		const char *name;
+		std::function<void(tree &)> make;
+		const char *reason;
+	} cases[] = {
+		{ "preload-link", [](tree &t) { t.link("/etc/ld.so.preload", canary + "/ld.so.preload"); },
+		  "/etc/ld.so.preload is a symbolic link: refused" },
+		{ "preload-rel-link", [](tree &t) { t.link("/etc/ld.so.preload", "../../../.." + canary + "/ld.so.preload"); },
+		  "/etc/ld.so.preload is a symbolic link: refused" },
+		{ "preload-dir", [](tree &t) { t.dir("/etc/ld.so.preload"); },
+		  "/etc/ld.so.preload is not a regular file: refused" },
+		{ "preload-fifo", [](tree &t) { t.fifo("/etc/ld.so.preload"); },
+		  "/etc/ld.so.preload is not a regular file: refused" },
+		{ "preload-huge", [](tree &t) { t.text("/etc/ld.so.preload", std::string(70000, '#')); },
+		  "/etc/ld.so.preload is longer than 65536 bytes: refused" },
+		{ "preload-nul", [](tree &t) { t.text("/etc/ld.so.preload", std::string("/a.so\0/b.so\n", 12)); },
+		  "/etc/ld.so.preload holds a NUL byte or too much: refused" },
+		// Podman resolves the link inside the rootfs, where its target is a directory too.
+		{ "etc-link", [](tree &t) {
+			  fs::remove_all(t.root + "/etc");
+			  t.link("/etc", canary + "/etc");
+			  t.dir(canary + "/etc");
+		  }, "/etc is a symbolic link: refused" },
+		{ "run-link", [](tree &t) { t.link("/run", canary + "/run"); }, "/run is a symbolic link: refused" },
+		{ "run-hugetext-link", [](tree &t) { t.link("/run/hugetext", canary + "/rh"); },
+		  "/run/hugetext is a symbolic link: refused" },
+		{ "run-hugetext-file", [](tree &t) { t.text("/run/hugetext", "x"); },
+		  "/run/hugetext is not a directory: refused" },
+		{ "loader-link-out", [](tree &t) {
+			  fs::remove(t.root + "/lib64/ld-linux-x86-64.so.2");
+			  t.link("/lib64/ld-linux-x86-64.so.2", "/usr/lib/x86_64-linux-gnu/ld-linux-x86-64.so.2");
+		  }, "no glibc loader /lib64/ld-linux-x86-64.so.2 in the image" },
+		{ "libc-link-out", [](tree &t) {
+			  fs::remove(t.root + "/lib/x86_64-linux-gnu/libc.so.6");
+			  t.link("/lib/x86_64-linux-gnu/libc.so.6", "../../../../../../usr/lib/x86_64-linux-gnu/libc.so.6");
+		  }, "no libc.so.6 in the image's library directories: left as it is" },
+	};
+	for (auto &c : cases) {
+		SECTION(c.name)
+		{
+			// The static probe runs whatever the image's loader and libc became.
+			tree t = probe_tree(s.work, std::string("hostile-") + c.name);
+			t.file("/probe", build_path("tests/containers/ctr-probe-static"));
+			c.make(t);
+			left_alone(image_of(t, std::string("hostile-") + c.name, s.work), { "/probe" }, c.reason);
+		}
+	}
+}
+
+TEST_CASE("an annotated container's node has its code on 2 MiB pages with nothing private from its second start",
+	  "[hook][node]")
+{
+	setup &s = the_setup();
+	if (!have_program("node")) {
+		WARN("node is missing (apt-get install nodejs): no node image");
+		return;
+	}
+	std::string node = trim(run_prog({ "sh", "-c", "readlink -f \"$(command -v node)\"" }).out);
+	tree t(s.work + "/tree-node");
+	t.with_libs(node, "/usr/bin/node");
+	t.dir("/etc");
+	t.dir("/tmp");
+	chmod((t.root + "/tmp").c_str(), 01777);
+	std::string img = image_of(t, "node", s.work);
+	// As a program installed long ago: the file the containers run in 4 KiB page-cache pages.
+	std::string real = layer_file(img, "/usr/bin/node");
+	REQUIRE(file_exists(real));
+	small_page_cache(real);
+	service svc;
+
+	// The preload's report of each start, in a directory of the host's.
+	std::string reports = s.work + "/reports";
+	fs::create_directories(reports);
+	const std::vector<std::string> report = { "-v", reports + ":/report", "-e", "HUGETEXT_REPORT=/report/first.json" };
+	ctr first = run_ctr("annotated", img, { "/usr/bin/node", "-e", "0" }, "1", report);
+	INFO("first start: " << first.err);
+	REQUIRE(first.status == 0);
+	CHECK(log_of(first.id).find(" injected (glibc ") != std::string::npos);
+	// The first start found nothing huge and handed the file to the service.
+	auto lines = read_report(reports + "/first.json");
+	REQUIRE(!lines.empty());
+	bool offered = false;
+	for (auto &l : lines) {
+		INFO(l["object"] << " " << l["status"] << " " << l["error"]);
+		CHECK(l["huge_bytes"] == "0");
+		offered |= l["cache"] == "offered";
+	}
+	CHECK(offered);
+	std::string st = svc.wait_count("warmed_total", 1);
+	INFO("service: " << st << "\n" << read_file(svc.log));
+	REQUIRE(st.find("\"warmed_total\":") != std::string::npos);
+
+	const std::string script = "require('fs').writeFileSync('/tmp/ready', '1'); require('fs').readFileSync(0)";
+	waiting second(img, { "/usr/bin/node", "-e", script }, { "-v", reports + ":/report", "-e",
+								  "HUGETEXT_REPORT=/report/second.json" });
+	auto rec = wait_record();
+	REQUIRE(rec);
+	std::string ready = "/proc/" + std::to_string(rec->pid) + "/root/tmp/ready";
+	for (int i = 0; i < 600 && !file_exists(ready); i++)
+		usleep(100000);
+	REQUIRE(file_exists(ready));
+	code_sum c = code_of(rec->pid, "/usr/bin/node");
+	INFO("second start, host's /proc/" << rec->pid << "/smaps:\n" << c.text);
+	CHECK(c.code_kb > 20 * 1024);
+	CHECK(c.file_pmd_kb >= 20 * 1024); // node's 26 MiB of aligned code, less what the kernel leaves small
+	CHECK(c.private_kb == 0);
+	CHECK(read_file("/proc/" + std::to_string(rec->pid) + "/maps").find("/run/hugetext/libhugetext-preload.so") !=
+	      std::string::npos);
+	ctr &done = second.finish();
+	CHECK(done.status == 0);
+	// The preload says the same: the page cache's 2 MiB pages kept, nothing copied.
+	uint64_t kept = 0;
+	for (auto &l : read_report(reports + "/second.json")) {
+		kept += std::strtoull(l["kept_bytes"].c_str(), nullptr, 10);
+		CHECK(l["private_huge_bytes"].empty());
+	}
+	CHECK(kept >= (20u << 20));
+}
+
+TEST_CASE("two containers of one image share the same physical pages of node's code", "[hook][node]")
+{
+	setup &s = the_setup();
+	if (!have_program("node")) {
+		WARN("node is missing (apt-get install nodejs): no node image");
+		return;
+	}
+	std::string node = trim(run_prog({ "sh", "-c", "readlink -f \"$(command -v node)\"" }).out);
+	tree t(s.work + "/tree-node");
+	t.with_libs(node, "/usr/bin/node");
+	t.dir("/etc");
+	t.dir("/tmp");
+	chmod((t.root + "/tmp").c_str(), 01777);
+	std::string img = image_of(t, "node", s.work);
+	service svc;
+	// Warm it (the case before did, unless run alone): one start, and the service's warm.
+	ctr warm = run_ctr("annotated", img, { "/usr/bin/node", "-e", "0" }, "1");
+	REQUIRE(warm.status == 0);
+	svc.wait_count("tries", 1, 60);
+
+	const std::string script = "require('fs').writeFileSync('/tmp/ready', '1'); require('fs').readFileSync(0)";
+	waiting a(img, { "/usr/bin/node", "-e", script });
+	auto ra = wait_record();
+	REQUIRE(ra);
+	waiting b(img, { "/usr/bin/node", "-e", script });
+	auto rb = wait_record({ ra->id });
+	REQUIRE(rb);
+	for (long pid : { ra->pid, rb->pid }) {
+		std::string ready = "/proc/" + std::to_string(pid) + "/root/tmp/ready";
+		for (int i = 0; i < 600 && !file_exists(ready); i++)
+			usleep(100000);
+		REQUIRE(file_exists(ready));
+	}
+	CHECK(ra->mntns != rb->mntns);
+	// node's biggest code mapping, in both.
+	auto biggest = [](long pid) {
+		code_map best;
+		for (auto &m : exec_maps(pid))
+			if (m.path == "/usr/bin/node" && m.end - m.start > best.end - best.start)
+				best = m;
+		return best;
+	};
+	code_map ma = biggest(ra->pid), mb = biggest(rb->pid);
+	REQUIRE(ma.end > ma.start);
+	CHECK(ma.start == mb.start); // not PIE: the same addresses
+	CHECK(ma.end == mb.end);
+	std::vector<uint64_t> fa = frames(ra->pid, ma.start, ma.end), fb = frames(rb->pid, mb.start, mb.end);
+	REQUIRE(!fa.empty());
+	REQUIRE(fa.size() == fb.size());
+	size_t same = 0, differ = 0;
+	for (size_t i = 0; i < fa.size(); i++) {
+		if (!fa[i] || !fb[i])
+			continue;
+		(fa[i] == fb[i] ? same : differ)++;
+	}
+	INFO("pages present in both: " << same << " on the same frames, " << differ << " on others");
+	CHECK(differ == 0);
+	CHECK(same * 4096 >= (20u << 20)); // the 2 MiB pages the kernel maps from the warmed page cache
+	code_sum ca = code_of(ra->pid, "/usr/bin/node"), cb = code_of(rb->pid, "/usr/bin/node");
+	INFO(ca.text << "\n" << cb.text);
+	CHECK(ca.file_pmd_kb >= 20 * 1024);
+	CHECK(cb.file_pmd_kb >= 20 * 1024);
+	CHECK(ca.private_kb + cb.private_kb == 0);
+	CHECK(a.finish().status == 0);
+	CHECK(b.finish().status == 0);
+}
