@@ -38,6 +38,8 @@
 
 #include "../tools/tooltest.hpp"
 
+#include <json-c/json.h>
+
 extern "C" {
 #include "ocihook.h"
 }
@@ -92,25 +94,31 @@ struct setup {
 	}
 };
 
-// A hooks.d directory naming the build's hook and preload, the test's paths and @conf.
+// A hooks.d directory: the file the package installs (data/50-hugetext.json),
+// its path and preload the build's, with the test's paths and policy file @conf.
 std::string hooks_dir(const std::string &work, const std::string &name, const std::string &conf_text)
 {
 	std::string dir = work + "/hooks-" + name, conf = work + "/hugetext-" + name + ".conf";
 	fs::create_directories(dir);
 	std::ofstream(conf) << conf_text;
 	chmod(conf.c_str(), 0644);
-	std::string args;
-	for (const std::string &a : { std::string("hugetext"), std::string("oci-hook"),
-				      std::string("--preload"), build_path("lib/libhugetext-preload.so"),
+	json_object *o = json_object_from_file(build_path("data/50-hugetext.json").c_str()), *hook, *args;
+	if (!o || !json_object_object_get_ex(o, "hook", &hook) || !json_object_object_get_ex(hook, "args", &args))
+		return "";
+	json_object_object_add(hook, "path", json_object_new_string(build_path("tools/hugetext").c_str()));
+	// "hugetext", "oci-hook" as shipped; then the build's preload and the test's own paths.
+	json_object *a = json_object_new_array();
+	for (size_t i = 0; i < 2 && i < json_object_array_length(args); i++)
+		json_object_array_add(a, json_object_get(json_object_array_get_idx(args, i)));
+	for (const std::string &x : { std::string("--preload"), build_path("lib/libhugetext-preload.so"),
 				      std::string("--socket"), sock, std::string("--cache"), cache,
 				      std::string("--records"), records, std::string("--log"), hook_log,
 				      std::string("--config"), conf })
-		args += (args.empty() ? "\"" : ", \"") + a + "\"";
-	std::ofstream(dir + "/50-hugetext.json")
-		<< "{\"version\": \"1.0.0\", \"hook\": {\"path\": \"" << build_path("tools/hugetext")
-		<< "\", \"args\": [" << args << "], \"timeout\": 30}, \"when\": {\"always\": true}, "
-		<< "\"stages\": [\"createRuntime\", \"poststop\"]}\n";
-	return dir;
+		json_object_array_add(a, json_object_new_string(x.c_str()));
+	json_object_object_add(hook, "args", a);
+	int rc = json_object_to_file(const_cast<char *>((dir + "/50-hugetext.json").c_str()), o);
+	json_object_put(o);
+	return rc == 0 ? dir : "";
 }
 
 // A directory tree that becomes an image.
@@ -245,6 +253,11 @@ setup::setup()
 	hooks["annotated"] = hooks_dir(work, "annotated", "");
 	hooks["all"] = hooks_dir(work, "all", "containers = all\n");
 	hooks["off"] = hooks_dir(work, "off", "containers = off\n");
+	for (auto &h : hooks)
+		if (h.second.empty()) {
+			why = "cannot read the build's data/50-hugetext.json";
+			return;
+		}
 	tree t = probe_tree(work, "probe");
 	std::string err;
 	probe_image = try_image(t, "probe", work, &err);

@@ -195,6 +195,7 @@ TEST_CASE("each package holds exactly the files it should")
 			"usr/share/man/man1/hugetext.1.gz",
 			"usr/share/man/man7/hugetext.7.gz",
 			"usr/share/lintian/overrides/hugetext",
+			"usr/share/containers/oci/hooks.d/50-hugetext.json",
 		} },
 	};
 	for (const char *p : packages) {
@@ -482,6 +483,22 @@ TEST_CASE("the packaged command runs and finds the packaged preload")
 	INFO(r.out << r.err);
 	CHECK(r.status == 0);
 	CHECK(r.out == b.root + "/" + b.libdir() + "/libhugetext-preload.so");
+}
+
+TEST_CASE("the OCI hook's hooks.d file names the packaged command and preload")
+{
+	const built &b = packages_built();
+	std::string json = read_file(b.root + "/usr/share/containers/oci/hooks.d/50-hugetext.json");
+	INFO(json);
+	const std::string preload = "/" + b.libdir() + "/libhugetext-preload.so";
+	CHECK(json.find("\"path\": \"/usr/bin/hugetext\"") != std::string::npos);
+	CHECK(json.find("\"args\": [\"hugetext\", \"oci-hook\", \"--preload\", \"" + preload + "\"]") != std::string::npos);
+	CHECK(json.find("\"stages\": [\"createRuntime\", \"poststop\"]") != std::string::npos);
+	CHECK(file_exists(b.root + preload));
+	// The packaged command takes the hook's arguments (usage errors exit 2, not this).
+	prog_result r = run_prog({ b.root + "/usr/bin/hugetext", "oci-hook", "--help" });
+	CHECK(r.status == 0);
+	CHECK(r.out.find("usage: hugetext oci-hook") == 0);
 }
 
 TEST_CASE("lintian reports no errors or warnings")
