@@ -22,11 +22,12 @@
 
 #include "hugetext.h"
 #include "maps.h"
+#include "ocihook.h"
 #include "service.h"
 #include "sys.h"
 
 static const char status_usage[] =
-	"usage: hugetext status [--json | --prometheus] [--min-code SIZE]\n"
+	"usage: hugetext status [--json | --prometheus] [--min-code SIZE] [--records DIR]\n"
 	"\n"
 	"List every process with at least SIZE (default 2M) of executable code:\n"
 	"its code, how much of it is on huge pages and how (thp: an anonymous copy\n"
@@ -36,11 +37,14 @@ static const char status_usage[] =
 	"such as a copy made with HUGETEXT_MODE=folios, counted as root only),\n"
 	"then the huge page pools, the hugetlbfs and huge tmpfs mounts and the\n"
 	"THP settings.  Processes whose memory map cannot be read (other users'\n"
-	"without root) are counted, with the reason.\n"
+	"without root) are counted, with the reason.  Containers the OCI hook\n"
+	"looked at (hugetext oci-hook) are listed with what they asked and got,\n"
+	"and their processes' code on huge pages, shared or copied.\n"
 	"\n"
 	"  --json           one JSON object\n"
 	"  --prometheus     node_exporter's textfile format\n"
 	"  --min-code SIZE  list processes with at least SIZE of code (0: all)\n"
+	"  --records DIR    the OCI hook's records (default " HTE_OCI_RECORDS ")\n"
 	"  -h, --help       show this help\n";
 
 /* The executable's path, or [comm] when it cannot be read. */
@@ -181,6 +185,108 @@ static int read_folios(struct folio_reader *r, long pid, const char *smaps, size
 	return 0;
 }
 
+/* The inode of @pid's mount namespace, which its container's record names; 0 unknown. */
+static unsigned long long mount_ns(long pid)
+{
+	char path[64];
+	struct stat st;
+
+	snprintf(path, sizeof(path), "/proc/%ld/ns/mnt", pid);
+	return stat(path, &st) == 0 ? (unsigned long long)st.st_ino : 0;
+}
+
+/* Whether the recorded container's process still runs: the same pid, started at the same time. */
+static int record_running(const struct hte_oci_record *r)
+{
+	char path[64], *buf;
+	size_t len;
+	unsigned long long start;
+	int ok;
+
+	if (r->pid <= 0)
+		return 0;
+	snprintf(path, sizeof(path), "/proc/%ld/stat", r->pid);
+	if (ht_sys_read_file(path, &buf, &len) < 0)
+		return 0;
+	ok = hte_stat_start_time(buf, len, &start) == 0 && start == r->pid_start;
+	free(buf);
+	return ok;
+}
+
+/* A record file, regular and small, into a malloc'ed buffer; 0 or -1. */
+static int read_record(int fd, char **buf, size_t *len)
+{
+	struct stat st;
+	ssize_t n;
+
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size > (off_t)HTE_OCI_RECORD_MAX)
+		return -1;
+	*buf = malloc((size_t)st.st_size + 1);
+	if (!*buf)
+		return -1;
+	n = ht_sys_pread_full(fd, *buf, (size_t)st.st_size, 0);
+	if (n < 0) {
+		free(*buf);
+		return -1;
+	}
+	(*buf)[n] = '\0';
+	*len = (size_t)n;
+	return 0;
+}
+
+int hte_status_read_records(struct hte_status *st, const char *dir)
+{
+	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	struct hte_oci_record *r;
+	struct dirent *e;
+	DIR *d;
+	unsigned n = 0;
+
+	snprintf(st->records, sizeof(st->records), "%s", dir);
+	if (dfd < 0) {
+		st->records_unread = errno == EACCES || errno == EPERM;
+		return 0;
+	}
+	d = fdopendir(dfd);
+	r = malloc(sizeof(*r));
+	if (!d || !r) {
+		if (d)
+			closedir(d);
+		else
+			close(dfd);
+		free(r);
+		return -ENOMEM;
+	}
+	/* The hook writes them; a few thousand at most are read (each is a container). */
+	while ((e = readdir(d)) && n < 4096) {
+		size_t len = strlen(e->d_name);
+		char *buf;
+		size_t blen;
+		int fd;
+
+		if (len < 6 || e->d_name[0] == '.' || strcmp(e->d_name + len - 5, ".json") != 0)
+			continue;
+		fd = openat(dirfd(d), e->d_name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+		if (fd < 0)
+			continue;
+		n++;
+		if (read_record(fd, &buf, &blen) == 0) {
+			if (hte_oci_record_parse(buf, blen, r) == 0 && hte_status_add_container(st, r, record_running(r)) < 0) {
+				free(buf);
+				close(fd);
+				closedir(d);
+				free(r);
+				return -ENOMEM;
+			}
+			free(buf);
+		}
+		close(fd);
+	}
+	closedir(d);
+	free(r);
+	return 0;
+}
+
 /* One process: added when its code reaches min_code; 0, or -1 out of memory. */
 static int read_proc(struct hte_status *st, struct folio_reader *fr, long pid)
 {
@@ -196,6 +302,7 @@ static int read_proc(struct hte_status *st, struct folio_reader *fr, long pid)
 	if (err < 0)
 		return kernel_thread(pid) ? 0 : hte_status_add_unread(st, pid, -err);
 	hte_status_smaps(buf, len, st, &p);
+	p.mntns = mount_ns(pid);
 	/* Kernel threads have no mappings at all. */
 	if (p.code == 0 || p.code < st->min_code) {
 		free(buf);
@@ -463,11 +570,13 @@ int hte_cmd_status(int argc, char **argv)
 		{ "json", no_argument, NULL, 'j' },
 		{ "prometheus", no_argument, NULL, 'p' },
 		{ "min-code", required_argument, NULL, 'm' },
+		{ "records", required_argument, NULL, 'r' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
 	struct hte_status st = { .min_code = 2u << 20 };
 	int c, json = 0, prom = 0, err;
+	const char *records = HTE_OCI_RECORDS;
 
 	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
 		switch (c) {
@@ -479,6 +588,7 @@ int hte_cmd_status(int argc, char **argv)
 				return HTE_EXIT_USAGE;
 			}
 			break;
+		case 'r': records = optarg; break;
 		case 'h': fputs(status_usage, stdout); return HTE_EXIT_OK;
 		default: fputs(status_usage, stderr); return HTE_EXIT_USAGE;
 		}
@@ -492,6 +602,9 @@ int hte_cmd_status(int argc, char **argv)
 		return HTE_EXIT_USAGE;
 	}
 	err = gather(&st);
+	if (err == 0)
+		err = hte_status_read_records(&st, records);
+	hte_status_group(&st);
 	if (err < 0) {
 		hte_error("status", "cannot read the processes: %s", strerror(-err));
 		hte_status_free(&st);

@@ -38,6 +38,20 @@ struct hte_proc {
 	uint64_t code;             /* bytes of executable mappings */
 	uint64_t huge[HTE_HOW_N];  /* of them on huge pages, by path */
 	int folios_seen;           /* huge[HTE_HOW_FOLIOS] was counted (else it is not known) */
+	int preload;               /* the preload is mapped (libhugetext-preload.so) */
+	unsigned long long mntns;  /* its mount namespace (st_ino of /proc/PID/ns/mnt); 0 unknown */
+	size_t container;          /* 1 + its index in hte_status.ctrs; 0: in none of the records */
+};
+
+struct hte_oci_record;
+
+/* A container the OCI hook recorded (hugetext oci-hook; /run/hugetext/containers). */
+struct hte_container {
+	struct hte_oci_record *rec; /* malloc'ed */
+	int running;                /* its process runs, with the recorded start time */
+	size_t nprocs, npreload;    /* processes listed in its mount namespace; of them with the preload */
+	uint64_t code;
+	uint64_t huge[HTE_HOW_N];
 };
 
 /* A process whose smaps could not be read. */
@@ -101,6 +115,10 @@ struct hte_status {
 	struct hte_text_cache text_cache;
 	struct hte_service service;
 	int folios_visible;    /* /proc/kpageflags opened: the processes' folios are counted */
+	struct hte_container *ctrs;
+	size_t nctrs, cap_ctrs;
+	char records[512];     /* the hook's records directory */
+	int records_unread;    /* it exists but could not be read (not root) */
 };
 
 /*
@@ -151,6 +169,26 @@ uint64_t hte_piece_frame(const uint64_t *pm);
  * of memory).  Returns 1 or 0.  Pure.
  */
 int hte_piece_in_folio(const uint64_t *fl, size_t n, uint64_t block, uint64_t pfn);
+
+/*
+ * Adds a container: @rec is copied, @running says whether its process
+ * still runs.  Returns: 0, or -1 when out of memory.
+ */
+int hte_status_add_container(struct hte_status *st, const struct hte_oci_record *rec, int running);
+/*
+ * Puts each listed process in the running container whose mount namespace
+ * it shares, and sums each container's processes.  Pure.
+ */
+void hte_status_group(struct hte_status *st);
+/* Code bytes of @c copied privately (thp, hugetlb, folios) and shared (page cache, caches). */
+uint64_t hte_container_copied(const struct hte_container *c);
+uint64_t hte_container_shared(const struct hte_container *c);
+/* The containers' part of each output (statusctr.c). */
+void hte_status_text_containers(FILE *f, const struct hte_status *st);
+void hte_status_json_containers(FILE *f, const struct hte_status *st);
+void hte_status_prom_containers(FILE *f, const struct hte_status *st);
+/* Reads the records of @dir into @st (status.c; not pure). */
+int hte_status_read_records(struct hte_status *st, const char *dir);
 
 /* Adds to the growing arrays; -1 when out of memory. */
 int hte_status_add_proc(struct hte_status *st, const struct hte_proc *p);

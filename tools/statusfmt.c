@@ -14,6 +14,7 @@
 
 #include "hugetext.h"
 #include "maps.h"
+#include "ocihook.h"
 #include "service.h"
 
 static const char *const how_names[HTE_HOW_N] = { "thp", "hugetlb", "page_cache", "shared_cache", "tmpfs",
@@ -94,10 +95,15 @@ void hte_status_smaps(const char *buf, size_t len, const struct hte_status *st, 
 	size_t pos = 0;
 
 	p->code = 0;
+	p->preload = 0;
 	memset(p->huge, 0, sizeof(p->huge));
 	while (ht_smaps_next(buf, len, &pos, &s)) {
 		uint64_t hugetlb = s.hugetlb;
+		static const char pre[] = "/libhugetext-preload.so";
 
+		if (s.map.path_len >= sizeof(pre) - 1 &&
+		    memcmp(s.map.path + s.map.path_len - (sizeof(pre) - 1), pre, sizeof(pre) - 1) == 0)
+			p->preload = 1;
 		if (s.map.perms[2] != 'x')
 			continue;
 		p->code += s.map.end - s.map.start;
@@ -388,6 +394,11 @@ int hte_status_add_mount(struct hte_status *st, const struct hte_huge_mount *m)
 
 void hte_status_free(struct hte_status *st)
 {
+	for (size_t k = 0; k < st->nctrs; k++)
+		free(st->ctrs[k].rec);
+	free(st->ctrs);
+	st->ctrs = NULL;
+	st->nctrs = st->cap_ctrs = 0;
 	free(st->procs);
 	free(st->unread);
 	free(st->mounts);
@@ -477,6 +488,8 @@ static void text_procs(FILE *f, const struct hte_status *st)
 			hte_human(huge_total(p), b, sizeof(b)));
 		hte_text_name(f, p->program);
 		text_how(f, p);
+		if (p->container)
+			fprintf(f, "  (container %.12s)", st->ctrs[p->container - 1].rec->id);
 		fputc('\n', f);
 	}
 }
@@ -574,6 +587,7 @@ void hte_status_text(FILE *f, const struct hte_status *st)
 	text_procs(f, st);
 	text_folios(f, st);
 	text_unread(f, st);
+	hte_status_text_containers(f, st);
 	text_machine(f, st);
 }
 
@@ -590,7 +604,12 @@ void hte_status_json(FILE *f, const struct hte_status *st)
 		for (int h = 0; h < HTE_HOW_N; h++)
 			if (shown(p, h))
 				fprintf(f, "%s\"%s\": %" PRIu64, h ? ", " : "", how_names[h], p->huge[h]);
-		fputs("}}", f);
+		fputc('}', f);
+		if (p->container) {
+			fputs(", \"container\": ", f);
+			hte_json_str(f, st->ctrs[p->container - 1].rec->id);
+		}
+		fputc('}', f);
 	}
 	fputs(st->nprocs ? "\n  ],\n  \"unreadable\": [" : "],\n  \"unreadable\": [", f);
 	for (size_t i = 0; i < st->nunread; i++) {
@@ -633,6 +652,7 @@ void hte_status_json(FILE *f, const struct hte_status *st)
 	if (st->service.present)
 		fprintf(f, ",\n  \"service\": {\"running\": %s, \"state\": %s}",
 			st->service.running ? "true" : "false", st->service.raw);
+	hte_status_json_containers(f, st);
 	fputs("\n}\n", f);
 }
 
@@ -736,4 +756,5 @@ void hte_status_prometheus(FILE *f, const struct hte_status *st)
 {
 	prom_procs(f, st);
 	prom_machine(f, st);
+	hte_status_prom_containers(f, st);
 }

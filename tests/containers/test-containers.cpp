@@ -905,6 +905,36 @@ TEST_CASE("two containers of one image share the same physical pages of node's c
 	CHECK(ca.file_pmd_kb >= 20 * 1024);
 	CHECK(cb.file_pmd_kb >= 20 * 1024);
 	CHECK(ca.private_kb + cb.private_kb == 0);
+
+	// hugetext status groups them: each container with its node, shared, nothing copied.
+	prog_result st = run_prog({ build_path("tools/hugetext"), "status", "--json", "--records", records });
+	REQUIRE(st.status == 0);
+	json_object *o = json_tokener_parse(st.out.c_str()), *ctrs = nullptr;
+	REQUIRE(o);
+	REQUIRE(json_object_object_get_ex(o, "containers", &ctrs));
+	size_t listed = 0;
+	for (size_t i = 0; i < json_object_array_length(ctrs); i++) {
+		json_object *c = json_object_array_get_idx(ctrs, i), *v;
+		json_object_object_get_ex(c, "id", &v);
+		std::string id = json_object_get_string(v);
+		if (id != ra->id && id != rb->id)
+			continue;
+		listed++;
+		INFO(json_object_to_json_string(c));
+		json_object_object_get_ex(c, "injected", &v);
+		CHECK(json_object_get_boolean(v));
+		json_object_object_get_ex(c, "processes", &v);
+		REQUIRE(json_object_array_length(v) == 1);
+		CHECK(json_object_get_int64(json_object_array_get_idx(v, 0)) == (id == ra->id ? ra->pid : rb->pid));
+		json_object_object_get_ex(c, "preload_processes", &v);
+		CHECK(json_object_get_int64(v) == 1);
+		json_object_object_get_ex(c, "shared_bytes", &v);
+		CHECK(json_object_get_int64(v) >= (20 << 20));
+		json_object_object_get_ex(c, "copied_bytes", &v);
+		CHECK(json_object_get_int64(v) == 0);
+	}
+	json_object_put(o);
+	CHECK(listed == 2);
 	CHECK(a.finish().status == 0);
 	CHECK(b.finish().status == 0);
 }

@@ -12,11 +12,13 @@
 #include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <memory>
 #include <vector>
 
 #include "tooltest.hpp"
 
 extern "C" {
+#include "ocihook.h"
 #include "status.h"
 }
 
@@ -403,6 +405,100 @@ TEST_CASE("the text service's state file is shown: counts, its lists, whether it
 	CHECK(hte_json_list_item(state, "nothing", 0, item, sizeof(item)) == -1);
 	CHECK(hte_json_number(state, "offers") == 3);
 	CHECK(hte_json_number(state, "nothing") == -1);
+}
+
+TEST_CASE("containers: processes grouped by mount namespace, what each asked and got, shared or copied",
+	  "[status][pure][containers]")
+{
+	status_holder h;
+	h.st.min_code = 2u << 20;
+	std::snprintf(h.st.records, sizeof(h.st.records), "/run/hugetext/containers");
+	// Two processes of one container (one of them with the preload), one of another, one of the host.
+	const std::string preload_map = vma("7f5000000000-7f5000020000 r-xp 00000000 00:50 9 "
+					    "/run/hugetext/libhugetext-preload.so", 64);
+	const std::string node_paged = vma("555500200000-555501a00000 r-xp 00200000 00:44 100 /usr/bin/node", 24576, 0,
+					   24576) + preload_map;
+	const std::string node_copied = vma("7f0000000000-7f0000600000 r-xp 00000000 00:00 0 ", 6144, 6144);
+	struct { long pid; unsigned long long ns; const std::string *smaps; } procs[] = {
+		{ 100, 4026532250ull, &node_paged }, { 101, 4026532250ull, &node_copied },
+		{ 200, 4026532999ull, &node_paged }, { 300, 4026531840ull, &node_paged },
+	};
+	for (auto &x : procs) {
+		hte_proc p{};
+		p.pid = x.pid;
+		std::snprintf(p.program, sizeof(p.program), "/usr/bin/node");
+		hte_status_smaps(x.smaps->data(), x.smaps->size(), &h.st, &p);
+		p.mntns = x.ns;
+		REQUIRE(hte_status_add_proc(&h.st, &p) == 0);
+	}
+	CHECK(h.st.procs[0].preload == 1);
+	CHECK(h.st.procs[1].preload == 0);
+	auto rec = std::make_unique<hte_oci_record>();
+	std::snprintf(rec->id, sizeof(rec->id), "aaaaaaaaaaaabbbbbbbb");
+	rec->mntns = 4026532250ull;
+	rec->injected = 1;
+	rec->has_annotation = 1;
+	std::snprintf(rec->annotation, sizeof(rec->annotation), "1");
+	std::snprintf(rec->policy, sizeof(rec->policy), "annotated");
+	std::snprintf(rec->reason, sizeof(rec->reason), "injected (glibc 2.36): the preload");
+	rec->has_glibc = 1;
+	std::snprintf(rec->glibc, sizeof(rec->glibc), "2.36");
+	REQUIRE(hte_status_add_container(&h.st, rec.get(), 1) == 0);
+	std::snprintf(rec->id, sizeof(rec->id), "cccccccccccc");
+	rec->injected = 0;
+	rec->has_annotation = 0;
+	std::snprintf(rec->policy, sizeof(rec->policy), "all");
+	std::snprintf(rec->reason, sizeof(rec->reason), "not injected: /etc/ld.so.preload is a symbolic link: refused");
+	rec->has_glibc = 0;
+	REQUIRE(hte_status_add_container(&h.st, rec.get(), 1) == 0);
+	// A gone container whose namespace number the host's process now has: not its.
+	std::snprintf(rec->id, sizeof(rec->id), "dddddddddddd");
+	rec->mntns = 4026531840ull;
+	REQUIRE(hte_status_add_container(&h.st, rec.get(), 0) == 0);
+	hte_status_group(&h.st);
+	CHECK(h.st.procs[0].container == 1);
+	CHECK(h.st.procs[1].container == 1);
+	CHECK(h.st.procs[2].container == 0); // namespace 4026532999: no record
+	CHECK(h.st.procs[3].container == 0);
+	const hte_container &c = h.st.ctrs[0];
+	CHECK(c.nprocs == 2);
+	CHECK(c.npreload == 1);
+	CHECK(hte_container_shared(&c) == 24ull << 20);
+	CHECK(hte_container_copied(&c) == 6ull << 20);
+	CHECK(h.st.ctrs[1].nprocs == 0);
+
+	std::string t = to_string(hte_status_text, h.st);
+	INFO(t);
+	CHECK(t.find("       100    24.1 MiB    24.0 MiB  /usr/bin/node  [page_cache 24.0 MiB]  (container aaaaaaaaaaaa)\n") !=
+	      std::string::npos);
+	CHECK(t.find("Containers the OCI hook looked at (/run/hugetext/containers): 3\n"
+		     "  aaaaaaaaaaaa  running, asked by io.hugetext/enable=1: injected (glibc 2.36): the preload\n"
+		     "      2 processes listed (1 with the preload): 30.1 MiB of code, 30.0 MiB on huge pages, 24.0 MiB "
+		     "shared, 6.0 MiB copied  [thp 6.0 MiB, page_cache 24.0 MiB]\n"
+		     "  cccccccccccc  running, asked by containers = all: not injected: /etc/ld.so.preload is a symbolic "
+		     "link: refused\n"
+		     "      0 processes listed (0 with the preload): 0 B of code, 0 B on huge pages, 0 B shared, 0 B copied\n"
+		     "  dddddddddddd  gone, asked by containers = all: not injected") != std::string::npos);
+	std::string j = to_string(hte_status_json, h.st);
+	INFO(j);
+	CHECK(j.find("\"huge\": {\"thp\": 0, \"hugetlb\": 0, \"page_cache\": 25165824, \"shared_cache\": 0, \"tmpfs\": 0}, "
+		     "\"container\": \"aaaaaaaaaaaabbbbbbbb\"}") != std::string::npos);
+	CHECK(j.find("\"processes\": [100, 101], \"preload_processes\": 1, \"code_bytes\": 31588352, \"huge_bytes\": "
+		     "31457280, \"shared_bytes\": 25165824, \"copied_bytes\": 6291456") != std::string::npos);
+	CHECK(j.find("{\"id\": \"cccccccccccc\", \"running\": true") != std::string::npos);
+	CHECK(j.find("\"annotation\": null, \"policy\": \"all\", \"injected\": false") != std::string::npos);
+	std::string p = to_string(hte_status_prometheus, h.st);
+	CHECK(p.find("hugetext_container_injected{id=\"aaaaaaaaaaaabbbbbbbb\"} 1\n") != std::string::npos);
+	CHECK(p.find("hugetext_container_injected{id=\"cccccccccccc\"} 0\n") != std::string::npos);
+	CHECK(p.find("dddddddddddd") == std::string::npos); // gone: no metric
+	CHECK(p.find("hugetext_container_huge_bytes{id=\"aaaaaaaaaaaabbbbbbbb\",how=\"page_cache\"} 25165824\n") !=
+	      std::string::npos);
+	// Not root: the records directory is root's.
+	status_holder u;
+	u.st.records_unread = 1;
+	std::snprintf(u.st.records, sizeof(u.st.records), "/run/hugetext/containers");
+	CHECK(to_string(hte_status_text, u.st).find("Containers: the OCI hook's records (/run/hugetext/containers) are "
+						    "root's to read\n") != std::string::npos);
 }
 
 TEST_CASE("status's usage errors exit 2", "[status][cli]")
