@@ -938,3 +938,174 @@ TEST_CASE("two containers of one image share the same physical pages of node's c
 	CHECK(a.finish().status == 0);
 	CHECK(b.finish().status == 0);
 }
+
+TEST_CASE("a host directory on /etc or /run (a volume) gets nothing made in it", "[hook][hostile]")
+{
+	setup &s = the_setup();
+	make_canary();
+	tree t = probe_tree(s.work, "volume");
+	std::string img = image_of(t, "volume", s.work);
+	std::string etc = canary + "/etc-volume", run = canary + "/run-volume";
+	fs::create_directories(etc);
+	fs::create_directories(run);
+	// /etc: no ld.so.preload there, and the hook makes none in the host's directory.
+	ctr c = run_ctr("annotated", img, { "/probe" }, "1", { "-v", etc + ":/etc" });
+	INFO(c.err << log_of(c.id));
+	CHECK(c.status == 0);
+	CHECK(line_of(c.out, "preload-mapped") == "no");
+	CHECK(log_of(c.id).find(" not injected: /etc/ld.so.preload is missing and /etc is not the container's own layer") !=
+	      std::string::npos);
+	CHECK(!file_exists(etc + "/ld.so.preload"));
+	// /run: no /run/hugetext made in it either.
+	c = run_ctr("annotated", img, { "/probe" }, "1", { "-v", run + ":/run" });
+	INFO(c.err << log_of(c.id));
+	CHECK(c.status == 0);
+	CHECK(line_of(c.out, "preload-mapped") == "no");
+	CHECK(log_of(c.id).find(" not injected: /run/hugetext is missing and its directory is not the container's own "
+				"layer") != std::string::npos);
+	CHECK(!file_exists(run + "/hugetext"));
+	// A file of the host bound on /etc/ld.so.preload is mounted over in the container only, and read, never written.
+	std::ofstream(canary + "/bound") << "/usr/lib/none.so\n";
+	std::string before = host_snapshot();
+	c = run_ctr("annotated", img, { "/probe" }, "1", { "-v", canary + "/bound:/etc/ld.so.preload:ro" });
+	INFO(c.out << c.err << log_of(c.id));
+	CHECK(c.status == 0);
+	CHECK(line_of(c.out, "etc-ld.so.preload") == "file [/usr/lib/none.so|/run/hugetext/libhugetext-preload.so|]");
+	CHECK(line_of(c.out, "preload-mapped") == "yes");
+	CHECK(host_snapshot() == before);
+}
+
+namespace {
+
+// Where the hook's mounts stand in a container: what the probe says.
+void injected(const ctr &c)
+{
+	INFO(c.out << c.err << log_of(c.id));
+	CHECK(c.status == 0);
+	CHECK(line_of(c.out, "preload-mapped") == "yes");
+	CHECK(line_of(c.out, "write-etc-ld.so.preload") != "done");
+	CHECK(line_of(c.out, "write-preload") != "done");
+	CHECK(line_of(c.out, "create-run-hugetext") == "EROFS");
+	CHECK(log_of(c.id).find(" injected (glibc ") != std::string::npos);
+}
+
+} // namespace
+
+TEST_CASE("a read-only container, a user-namespaced one, and one started again are injected each time",
+	  "[hook][full]")
+{
+	setup &s = the_setup();
+	// --read-only: the rootfs is made read-only after the hook; /run is a tmpfs of the container's.
+	injected(run_ctr("annotated", s.probe_image, { "/probe", "write" }, "1", { "--read-only" }));
+	// A user namespace: its root is host uid 100000, which may write none of the host's files.
+	ctr u = run_ctr("annotated", s.probe_image, { "/probe", "write" }, "1",
+			{ "--uidmap", "0:100000:65536", "--gidmap", "0:100000:65536" });
+	injected(u);
+	CHECK(line_of(u.out, "write-etc-ld.so.preload") == "EACCES");
+	CHECK(line_of(u.out, "umount-run-hugetext") == "EPERM");
+	// podman start again: a new record, the same mounts; the mount point the first start made is reused.
+	std::string name = "hth-test-again-" + std::to_string(getpid());
+	prog_result r = podman({ "create", "--network", "none", "--hooks-dir", s.hooks.at("annotated"), "--annotation",
+				 annotation + "=1", "--name", name, s.probe_image, "/probe", "write" });
+	REQUIRE(r.status == 0);
+	std::string id = trim(r.out);
+	for (int round = 0; round < 2; round++) {
+		// --hooks-dir is podman's own option: it counts at each start, not at create.
+		prog_result st = podman({ "--hooks-dir", s.hooks.at("annotated"), "start", "-a", name });
+		INFO("round " << round << ": " << st.out << st.err);
+		CHECK(st.status == 0);
+		CHECK(line_of(st.out, "preload-mapped") == "yes");
+		CHECK(line_of(st.out, "etc-ld.so.preload") == "file [/run/hugetext/libhugetext-preload.so|]");
+	}
+	podman({ "rm", "-f", name });
+	std::string log = log_of(id);
+	size_t n = 0;
+	for (size_t at = 0; (at = log.find(" injected (glibc ", at)) != std::string::npos; at++)
+		n++;
+	CHECK(n == 2);
+	CHECK(!file_exists(records + "/" + id + ".json"));
+}
+
+TEST_CASE("clang++ in an annotated container has libLLVM's and libclang-cpp's code on 2 MiB pages with nothing "
+	  "private from its second start", "[hook][full][clang]")
+{
+	setup &s = the_setup();
+	std::string clang = trim(run_prog({ "sh", "-c", "readlink -f \"$(command -v clang++)\"" }).out);
+	if (clang.empty() || !file_exists(clang)) {
+		WARN("clang++ is missing (apt-get install clang): no clang image");
+		return;
+	}
+	tree t(s.work + "/tree-clang");
+	t.with_libs(clang, clang);
+	t.link("/usr/bin/clang++", clang);
+	t.dir("/etc");
+	t.dir("/tmp");
+	chmod((t.root + "/tmp").c_str(), 01777);
+	std::string img = image_of(t, "clang", s.work);
+	std::vector<std::string> libs;
+	for (auto &e : fs::recursive_directory_iterator(t.root))
+		if (e.path().filename().string().find("libLLVM") == 0 || e.path().filename().string().find("libclang-cpp") == 0)
+			libs.push_back(e.path().string().substr(t.root.size()));
+	REQUIRE(libs.size() == 2);
+	for (auto &l : libs)
+		small_page_cache(layer_file(img, l));
+	service svc;
+	std::string src = s.work + "/f.cpp";
+	std::ofstream(src) << "int f(int x) { return x * 2; }\n";
+	std::string reports = s.work + "/clang-reports";
+	fs::create_directories(reports);
+	const std::vector<std::string> cc = { "/usr/bin/clang++", "-c", "-x", "c++", "-", "-o", "/tmp/f.o" };
+	ctr first = run_ctr("annotated", img, cc, "1",
+			    { "-i", "-v", reports + ":/report", "-e", "HUGETEXT_REPORT=/report/first.json" }, src);
+	INFO(first.err);
+	REQUIRE(first.status == 0);
+	long offered = 0;
+	for (auto &l : read_report(reports + "/first.json")) {
+		INFO(l["object"]);
+		CHECK(l["huge_bytes"] == "0");
+		offered += l["cache"] == "offered";
+	}
+	// Only what was offered is warmed (a library the preload cannot serve is not offered).
+	std::string st = offered ? svc.wait_count("warmed_total", offered, 120) : read_file(serve_state);
+	INFO("service: " << st);
+
+	waiting second(img, cc, { "-v", reports + ":/report", "-e", "HUGETEXT_REPORT=/report/second.json" });
+	auto rec = wait_record();
+	REQUIRE(rec);
+	// Ready: the preload has reported both libraries (before main(); clang then reads its input).
+	for (int i = 0; i < 600; i++) {
+		std::string r = read_file(reports + "/second.json");
+		if (r.find("libLLVM") != std::string::npos && r.find("libclang-cpp") != std::string::npos)
+			break;
+		usleep(100000);
+	}
+	usleep(500000);
+	/*
+	 * Where the kernel places the library: the page cache's 2 MiB pages map only where the
+	 * address agrees with the file offset modulo 2 MiB.  ext4 and XFS place big mappings so;
+	 * overlayfs (Linux 6.18 here) does not, and the preload then says why it left them.
+	 */
+	for (const char *lib : { "libLLVM", "libclang-cpp" }) {
+		code_sum c = code_of(rec->pid, lib);
+		bool congruent = true;
+		for (auto &m : exec_maps(rec->pid))
+			if (m.path.find(lib) != std::string::npos)
+				congruent &= (m.start - m.offset) % (2u << 20) == 0;
+		INFO(lib << ", host's /proc/" << rec->pid << "/smaps:\n" << c.text);
+		CHECK(c.code_kb > 20 * 1024);
+		CHECK(c.private_kb == 0);
+		if (congruent) {
+			CHECK(c.file_pmd_kb >= c.code_kb / 2);
+			continue;
+		}
+		std::string why;
+		for (auto &l : read_report(reports + "/second.json"))
+			if (l["object"].find(lib) != std::string::npos && l["bytes"] != "0")
+				why = l["cache_error"];
+		INFO("the report's reason: " << why << "\nthe report:\n" << read_file(reports + "/second.json"));
+		CHECK(why.find("load address not 2 MiB-aligned") != std::string::npos);
+		WARN(lib << " loads from overlayfs at an address that disagrees with its file offset modulo 2 MiB: "
+		     "no shared 2 MiB page can map it (docs/containers.md)");
+	}
+	CHECK(second.finish().status == 0);
+}
