@@ -286,13 +286,15 @@ struct ctr {
 
 int ctr_count;
 
-// One container: podman run --rm with the hooks dir of @policy, annotated with @value unless it is "".
+// One container: podman run --rm with the hooks dir of @policy (or the directory @policy), annotated
+// with @value unless it is "".
 ctr run_ctr(const std::string &policy, const std::string &img, const std::vector<std::string> &cmd,
 	    const std::string &value, const std::vector<std::string> &opts = {}, const std::string &in = "/dev/null")
 {
 	setup &s = the_setup();
 	std::string cid = s.work + "/cid-" + std::to_string(++ctr_count);
-	std::vector<std::string> args = { "run", "--rm", "--network", "none", "--hooks-dir", s.hooks.at(policy),
+	std::vector<std::string> args = { "run", "--rm", "--network", "none", "--hooks-dir",
+					  policy[0] == '/' ? policy : s.hooks.at(policy),
 					  "--cidfile", cid, "--name", "hth-test-" + std::to_string(getpid()) + "-" +
 					  std::to_string(ctr_count) };
 	if (!value.empty())
@@ -1108,4 +1110,53 @@ TEST_CASE("clang++ in an annotated container has libLLVM's and libclang-cpp's co
 		     "no shared 2 MiB page can map it (docs/containers.md)");
 	}
 	CHECK(second.finish().status == 0);
+}
+
+TEST_CASE("the Kubernetes DaemonSet's installer leaves a hook, with its own loader and libraries, that the "
+	  "runtime runs; an update replaces it, remove takes it out", "[hook][kubernetes]")
+{
+	setup &s = the_setup();
+	std::string k = s.work + "/k8s", prefix = k + "/opt/hugetext", hooks = k + "/hooks.d";
+	fs::create_directories(k);
+	std::ofstream(k + "/hugetext.conf") << "containers = all\n";
+	auto install = [&](const std::string &hugetext, const std::string &mode) {
+		prog_opts o;
+		o.env = { "HOST=", "PREFIX=" + prefix, "HOOKS_DIR=" + hooks, "HUGETEXT=" + hugetext,
+			  "PRELOAD=" + build_path("lib/libhugetext-preload.so"), "CONFIG=" + k + "/hugetext.conf" };
+		std::vector<std::string> argv = { "sh", source_path("deploy/kubernetes/install.sh") };
+		if (!mode.empty())
+			argv.push_back(mode);
+		return run_prog(argv, o);
+	};
+	prog_result r = install(build_path("tools/hugetext"), "");
+	INFO(r.out << r.err);
+	REQUIRE(r.status == 0);
+	std::string json = read_file(hooks + "/50-hugetext.json");
+	INFO(json);
+	CHECK(json.find("\"path\": \"" + prefix + "/current/lib/ld-linux") != std::string::npos);
+	std::string first = fs::read_symlink(prefix + "/current").string();
+	// No annotation: the installed policy file says containers = all.
+	ctr c = run_ctr(hooks, s.probe_image, { "/probe" }, "");
+	INFO(c.out << c.err << log_of(c.id));
+	CHECK(c.status == 0);
+	CHECK(line_of(c.out, "preload-mapped") == "yes");
+	CHECK(log_of(c.id).find(" injected (glibc ") != std::string::npos);
+
+	// An update (another command): a new directory, the link renamed over, the old one gone.
+	std::string other = k + "/hugetext-other";
+	fs::copy_file(build_path("tools/hugetext"), other);
+	std::ofstream(other, std::ios::app) << "\n"; // other bytes: another version
+	chmod(other.c_str(), 0755);
+	r = install(other, "");
+	REQUIRE(r.status == 0);
+	std::string second = fs::read_symlink(prefix + "/current").string();
+	CHECK(second != first);
+	CHECK(!fs::exists(prefix + "/" + first));
+	c = run_ctr(hooks, s.probe_image, { "/probe" }, "");
+	CHECK(line_of(c.out, "preload-mapped") == "yes");
+
+	r = install(other, "remove");
+	CHECK(r.status == 0);
+	CHECK(!fs::exists(hooks + "/50-hugetext.json"));
+	CHECK(!fs::exists(prefix));
 }
