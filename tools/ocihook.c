@@ -72,8 +72,9 @@ static const char usage_text[] =
 	"  --config FILE   the policy file (default " HT_CONF_PATH ")\n"
 	"\n"
 	"Exit status: 0 when the container may start (changed or, with a log line\n"
-	"saying why, unchanged), 1 when the state on standard input is unusable or\n"
-	"the container's process is gone, 2 for a usage error.\n";
+	"saying why, unchanged; run by a user but root, nothing is done), 1 when the\n"
+	"state on standard input is unusable or the container's process is gone, 2\n"
+	"for a usage error.\n";
 
 struct opts {
 	const char *preload, *socket, *cache, *records, *log, *config;
@@ -103,6 +104,7 @@ struct inject {
 };
 
 struct hook {
+	struct timespec t0; /* the hook's start, for the time it took */
 	struct opts o;
 	struct hte_oci_state st;
 	struct hte_oci_record *rec;
@@ -247,6 +249,16 @@ static int fd_mount(int proc, int fd, struct hte_mountinfo *m)
 }
 
 /* --- the log --- */
+
+/* Since the hook started: the log says what each decision cost. */
+static double elapsed_ms(const struct hook *h)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)(t.tv_sec - h->t0.tv_sec) * 1e3 + (double)(t.tv_nsec - h->t0.tv_nsec) / 1e6;
+}
+
 
 static void vlog_line(struct hook *h, const char *fmt, va_list ap)
 {
@@ -1224,7 +1236,7 @@ static int do_inject(struct hook *h)
 	/* The record is the host's: written from the host's view, by descriptor. */
 	if (write_record(h) < 0 && ok)
 		say(h, "the container keeps what it got, but the text service cannot tell it apart");
-	say(h, "%s", h->rec->reason);
+	say(h, "%s (%.1f ms)", h->rec->reason, elapsed_ms(h));
 	return HTE_EXIT_OK;
 }
 
@@ -1257,6 +1269,7 @@ static int hook_run(struct hook *h)
 	enum hte_oci_ask ask;
 	const char *why;
 
+	clock_gettime(CLOCK_MONOTONIC, &h->t0);
 	rc = read_all(0, HTE_OCI_STATE_MAX, &buf, &len);
 	if (rc < 0) {
 		hte_error("oci-hook", "cannot read the state on standard input: %s",
@@ -1270,6 +1283,8 @@ static int hook_run(struct hook *h)
 		return HTE_EXIT_FAIL;
 	}
 	if (h->st.stage == HTE_OCI_REMOVE) {
+		if (geteuid() != 0)
+			return HTE_EXIT_OK; /* a rootless engine: it recorded nothing */
 		h->logfd = open_log(h->o.log);
 		return do_remove(h);
 	}
@@ -1278,6 +1293,11 @@ static int hook_run(struct hook *h)
 	/* A container that did not ask costs this exec and this parse, and leaves no trace. */
 	if (ask == HTE_OCI_NOT_ASKED)
 		return HTE_EXIT_OK;
+	/* A rootless engine given our hooks.d: nothing can be mounted, and the container must not fail. */
+	if (geteuid() != 0) {
+		hte_error("oci-hook", "%s: not root (a rootless engine?): the container starts unchanged", h->st.id);
+		return HTE_EXIT_OK;
+	}
 	h->logfd = open_log(h->o.log);
 	h->rec = calloc(1, sizeof(*h->rec));
 	if (!h->rec) {
@@ -1295,7 +1315,7 @@ static int hook_run(struct hook *h)
 		return do_inject(h);
 	snprintf(h->rec->reason, sizeof(h->rec->reason), "not injected: %s", why);
 	write_record(h);
-	say(h, "%s", h->rec->reason);
+	say(h, "%s (%.1f ms)", h->rec->reason, elapsed_ms(h));
 	return HTE_EXIT_OK;
 }
 
@@ -1352,10 +1372,6 @@ int hte_cmd_oci_hook(int argc, char **argv)
 			hte_error("oci-hook", "'%s': the hook's paths are absolute", h.o.log);
 			return HTE_EXIT_USAGE;
 		}
-	}
-	if (geteuid() != 0) {
-		hte_error("oci-hook", "runs as root only (the runtime runs it so)");
-		return HTE_EXIT_FAIL;
 	}
 	rc = hook_run(&h);
 	if (h.logfd >= 0)
