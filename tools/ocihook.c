@@ -416,13 +416,13 @@ static int remove_view(int parent, const char *name)
 	return unlinkat(parent, name, AT_REMOVEDIR) < 0 && errno != ENOENT ? -errno : 0;
 }
 
-/* A directory @name under @dirfd, root's and 0755, made when missing. */
-static int view_parent(int dirfd, const char *name)
+/* A directory @name under @dirfd, root's and 0755, made when missing and @make. */
+static int view_parent(int dirfd, const char *name, int make)
 {
 	struct stat st;
 	int fd;
 
-	if (mkdirat(dirfd, name, 0755) == 0)
+	if (make && mkdirat(dirfd, name, 0755) == 0)
 		fchmodat(dirfd, name, 0755, 0);
 	fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0)
@@ -434,8 +434,8 @@ static int view_parent(int dirfd, const char *name)
 	return fd;
 }
 
-/* <cache>/shared/c, when the cache is mounted: root's tmpfs of its own. */
-static int open_views(const char *cache, const char **why)
+/* <cache>/shared/c, when the cache is mounted (root's tmpfs of its own); made when @make. */
+static int open_views(const char *cache, int make, const char **why)
 {
 	struct stat st, up;
 	struct statfs sfs;
@@ -453,13 +453,13 @@ static int open_views(const char *cache, const char **why)
 		return -1;
 	}
 	close(pfd);
-	sfd = view_parent(mfd, HT_SERVICE_SHARED);
+	sfd = view_parent(mfd, HT_SERVICE_SHARED, make);
 	close(mfd);
 	if (sfd < 0) {
 		*why = "the cache's shared/ is not root's own directory";
 		return -1;
 	}
-	cfd = view_parent(sfd, HTE_OCI_VIEWS);
+	cfd = view_parent(sfd, HTE_OCI_VIEWS, make);
 	close(sfd);
 	if (cfd < 0) {
 		*why = "the cache's shared/" HTE_OCI_VIEWS "/ is not root's own directory";
@@ -472,22 +472,25 @@ static int open_views(const char *cache, const char **why)
 
 static int do_remove(struct hook *h)
 {
-	const char *why;
 	char name[HTE_OCI_ID_MAX + 8];
-	int cfd, had = 0;
+	const char *why;
+	int cfd;
 
 	snprintf(name, sizeof(name), "%s.json", h->st.id);
 	h->recdir = open(h->o.records, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (h->recdir >= 0)
-		had = unlinkat(h->recdir, name, 0) == 0;
-	cfd = open_views(h->o.cache, &why);
+	/*
+	 * A container that asked nothing has no record, and no view: its stop
+	 * costs the exec and the parse, and writes nothing (not even the log).
+	 */
+	if (h->recdir < 0 || unlinkat(h->recdir, name, 0) < 0)
+		return HTE_EXIT_OK;
+	cfd = open_views(h->o.cache, 0, &why);
 	if (cfd >= 0) {
 		remove_view(cfd, h->st.id);
 		close(cfd);
 	}
-	/* A container that asked nothing has no record: nothing to say for it. */
-	if (had)
-		say(h, "stopped: record and cache view removed");
+	h->logfd = open_log(h->o.log);
+	say(h, "stopped: record and cache view removed");
 	return HTE_EXIT_OK;
 }
 
@@ -656,7 +659,7 @@ static void host_view(struct hook *h, struct inject *in, const char **why)
 {
 	int fd;
 
-	in->cfd = open_views(h->o.cache, why);
+	in->cfd = open_views(h->o.cache, 1, why);
 	if (in->cfd < 0)
 		return;
 	remove_view(in->cfd, h->st.id);
@@ -1282,12 +1285,8 @@ static int hook_run(struct hook *h)
 		hte_error("oci-hook", "%s", err);
 		return HTE_EXIT_FAIL;
 	}
-	if (h->st.stage == HTE_OCI_REMOVE) {
-		if (geteuid() != 0)
-			return HTE_EXIT_OK; /* a rootless engine: it recorded nothing */
-		h->logfd = open_log(h->o.log);
-		return do_remove(h);
-	}
+	if (h->st.stage == HTE_OCI_REMOVE)
+		return geteuid() == 0 ? do_remove(h) : HTE_EXIT_OK; /* rootless: nothing was recorded */
 	policy = policy_of(h);
 	ask = hte_oci_decide(policy, &h->st, &why);
 	/* A container that did not ask costs this exec and this parse, and leaves no trace. */

@@ -18,6 +18,7 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <chrono>
 #include <cerrno>
 #include <csignal>
 #include <cstring>
@@ -415,7 +416,8 @@ std::string host_snapshot()
 // --- smaps and pagemap of a host process ---
 
 struct code_map {
-	uint64_t start = 0, end = 0, offset = 0, rss_kb = 0, file_pmd_kb = 0, anon_kb = 0, anon_huge_kb = 0;
+	uint64_t start = 0, end = 0, offset = 0, rss_kb = 0, file_pmd_kb = 0, anon_kb = 0, anon_huge_kb = 0,
+		 shmem_pmd_kb = 0;
 	std::string path, perms;
 };
 
@@ -451,6 +453,8 @@ std::vector<code_map> exec_maps(long pid)
 			cur->anon_kb = kb;
 		else if (std::sscanf(line.c_str(), "AnonHugePages: %llu kB", &kb) == 1)
 			cur->anon_huge_kb = kb;
+		else if (std::sscanf(line.c_str(), "ShmemPmdMapped: %llu kB", &kb) == 1)
+			cur->shmem_pmd_kb = kb;
 	}
 	v.erase(std::remove_if(v.begin(), v.end(), [](const code_map &m) { return m.perms.size() < 3 || m.perms[2] != 'x'; }),
 		v.end());
@@ -502,7 +506,7 @@ std::vector<uint64_t> frames(long pid, uint64_t start, uint64_t end)
 struct service {
 	pid_t pid = -1;
 	std::string log;
-	service()
+	explicit service(const std::vector<std::string> &more = {})
 	{
 		log = the_setup().work + "/serve.log";
 		unlink(sock.c_str());
@@ -514,19 +518,26 @@ struct service {
 			dup2(fd, 2);
 			for (auto &v : clean_env)
 				unsetenv(v.c_str());
-			execl(build_path("tools/hugetext").c_str(), "hugetext", "serve", "--socket", sock.c_str(), "--state",
-			      serve_state.c_str(), (char *)nullptr);
+			std::vector<std::string> a = { "hugetext", "serve", "--socket", sock, "--state", serve_state };
+			a.insert(a.end(), more.begin(), more.end());
+			std::vector<char *> av;
+			for (auto &x : a)
+				av.push_back(const_cast<char *>(x.c_str()));
+			av.push_back(nullptr);
+			execv(build_path("tools/hugetext").c_str(), av.data());
 			_exit(127);
 		}
 		for (int i = 0; i < 100 && !file_exists(sock); i++)
 			usleep(50000);
 	}
-	~service()
+	~service() { stop(SIGTERM); }
+	void stop(int sig)
 	{
 		if (pid > 0) {
-			kill(pid, SIGTERM);
+			kill(pid, sig);
 			waitpid(pid, nullptr, 0);
 		}
+		pid = -1;
 	}
 	// Waits until the state file's @key is at least @n; its text.
 	std::string wait_count(const std::string &key, long n, double timeout = 90)
@@ -1159,4 +1170,211 @@ TEST_CASE("the Kubernetes DaemonSet's installer leaves a hook, with its own load
 	CHECK(r.status == 0);
 	CHECK(!fs::exists(hooks + "/50-hugetext.json"));
 	CHECK(!fs::exists(prefix));
+}
+
+// --- the text service's side (docs/containers.md's contract with tools/serve.c) ---
+
+namespace {
+
+// The node image of the cases above, and its file in the layer, in 4 KiB page-cache pages.
+std::string node_image()
+{
+	setup &s = the_setup();
+	std::string node = trim(run_prog({ "sh", "-c", "readlink -f \"$(command -v node)\"" }).out);
+	tree t(s.work + "/tree-node");
+	t.with_libs(node, "/usr/bin/node");
+	t.dir("/etc");
+	t.dir("/tmp");
+	chmod((t.root + "/tmp").c_str(), 01777);
+	return image_of(t, "node", s.work);
+}
+
+// The host pids of the processes of mount namespace @mntns whose command line holds @word.
+std::vector<long> procs_of(unsigned long long mntns, const std::string &word)
+{
+	std::vector<long> v;
+	for (auto &e : fs::directory_iterator("/proc")) {
+		std::string name = e.path().filename();
+		if (name.find_first_not_of("0123456789") != std::string::npos)
+			continue;
+		struct stat st;
+		if (stat((e.path().string() + "/ns/mnt").c_str(), &st) != 0 || st.st_ino != mntns)
+			continue;
+		std::string cmd = read_file(e.path().string() + "/cmdline");
+		if (cmd.find(word) != std::string::npos)
+			v.push_back(std::stol(name));
+	}
+	return v;
+}
+
+// A node script that starts node once (it offers), waits for an entry in its container's view,
+// then starts node again, which writes /tmp/ready and waits for the container's input to end.
+const std::string twice =
+	"const cp = require('child_process'), fs = require('fs');"
+	"cp.spawnSync('/usr/bin/node', ['-e', '0']);"
+	"const nap = new Int32Array(new SharedArrayBuffer(4));"
+	"for (let i = 0; i < 600; i++) {"
+	"  let names = []; try { names = fs.readdirSync('/run/hugetext/text/shared'); } catch (e) {}"
+	"  if (names.some(n => n.endsWith('.text'))) break;"
+	"  Atomics.wait(nap, 0, 0, 100);"
+	"}"
+	"cp.spawnSync('/usr/bin/node', ['-e', \"require('fs').writeFileSync('/tmp/ready', '1');"
+	" require('fs').readFileSync(0)\", 'second'], { stdio: 'inherit' });";
+
+} // namespace
+
+TEST_CASE("the service fills root's entry from the lower layer and links it into the container's view: the "
+	  "container's next start maps it, nothing private", "[full][service]")
+{
+	if (!have_program("node")) {
+		WARN("node is missing: no node image");
+		return;
+	}
+	std::string img = node_image();
+	fs::create_directories(cache);
+	REQUIRE(mount("hth-test-cache", cache.c_str(), "tmpfs", MS_NOSUID | MS_NODEV,
+		      "mode=1777,huge=within_size,size=256m") == 0);
+	{
+		service svc({ "--no-warm" }); // the cache's path, as on a file system without 2 MiB folios
+		waiting w(img, { "/usr/bin/node", "-e", twice });
+		auto rec = wait_record();
+		REQUIRE(rec);
+		REQUIRE(rec->has_view);
+		std::string ready = "/proc/" + std::to_string(rec->pid) + "/root/tmp/ready";
+		for (int i = 0; i < 900 && !file_exists(ready); i++)
+			usleep(100000);
+		std::string st = read_file(serve_state);
+		INFO("service: " << st << "\n" << read_file(svc.log));
+		REQUIRE(file_exists(ready));
+		CHECK(st.find("\"linked_total\":0") == std::string::npos);
+		// The view holds a hard link to root's entry (the same inode), named as the container names it.
+		size_t links = 0;
+		for (auto &e : fs::directory_iterator(rec->view)) {
+			struct stat st1;
+			REQUIRE(lstat(e.path().c_str(), &st1) == 0);
+			CHECK(S_ISREG(st1.st_mode));
+			CHECK(st1.st_uid == 0);
+			CHECK(st1.st_nlink >= 2);
+			links++;
+		}
+		CHECK(links >= 1);
+		auto second = procs_of(rec->mntns, "second");
+		REQUIRE(second.size() == 1);
+		uint64_t shmem = 0, priv = 0;
+		std::string text;
+		for (auto &m : exec_maps(second[0])) {
+			if (m.path.rfind("/run/hugetext/text/shared/", 0) == 0)
+				shmem += m.shmem_pmd_kb;
+			if (m.path.empty())
+				priv += m.anon_huge_kb;
+			text += m.path + " ShmemPmdMapped " + std::to_string(m.shmem_pmd_kb) + "\n";
+		}
+		INFO("the second node, host's /proc/" << second[0] << "/smaps:\n" << text);
+		CHECK(shmem >= 20 * 1024);
+		CHECK(priv == 0);
+		CHECK(w.finish().status == 0);
+	}
+	umount2(cache.c_str(), MNT_DETACH);
+}
+
+TEST_CASE("a container root that rewrites a library gets it served to nobody: refused, no entry, no link",
+	  "[full][service]")
+{
+	if (!have_program("node")) {
+		WARN("node is missing: no node image");
+		return;
+	}
+	std::string img = node_image();
+	fs::create_directories(cache);
+	REQUIRE(mount("hth-test-cache", cache.c_str(), "tmpfs", MS_NOSUID | MS_NODEV,
+		      "mode=1777,huge=within_size,size=256m") == 0);
+	{
+		service svc({ "--no-warm" });
+		// Copy-up: the container's root appends to /usr/bin/node (it still runs), then runs it.
+		const std::string rewrite =
+			"const fs = require('fs'), cp = require('child_process');"
+			"fs.appendFileSync('/usr/bin/node', Buffer.alloc(4096));"
+			"console.log(cp.spawnSync('/usr/bin/node', ['-e', 'console.log(6 * 7)']).stdout.toString().trim());";
+		ctr a = run_ctr("annotated", img, { "/usr/bin/node", "-e", rewrite }, "1");
+		INFO(a.out << a.err);
+		CHECK(a.status == 0);
+		CHECK(trim(a.out) == "42");
+		std::string st = svc.wait_count("refused_total", 1, 60);
+		INFO("service: " << st << "\n" << read_file(svc.log));
+		CHECK(st.find("upper (writable) layer") != std::string::npos);
+		CHECK(st.find("\"filled_total\":0") != std::string::npos);
+		CHECK(st.find("\"linked_total\":0") != std::string::npos);
+		// Another container of the image runs its own, the lower layer's, file: nothing of A's reaches it.
+		ctr b = run_ctr("annotated", img, { "/usr/bin/node", "-e", "console.log(6 * 7)" }, "1");
+		CHECK(b.status == 0);
+		CHECK(trim(b.out) == "42");
+	}
+	umount2(cache.c_str(), MNT_DETACH);
+}
+
+TEST_CASE("the service killed mid-offer, stopped, or with a full cache: the containers' programs run as they "
+	  "would without it", "[full][service]")
+{
+	if (!have_program("node")) {
+		WARN("node is missing: no node image");
+		return;
+	}
+	std::string img = node_image();
+	std::string real = layer_file(img, "/usr/bin/node");
+	const std::vector<std::string> hello = { "/usr/bin/node", "-e", "console.log(6 * 7)" };
+	SECTION("killed while it holds a container's offer")
+	{
+		small_page_cache(real);
+		service svc;
+		const std::string script = "require('fs').writeFileSync('/tmp/ready', '1'); require('fs').readFileSync(0)";
+		waiting w(img, { "/usr/bin/node", "-e", script });
+		auto rec = wait_record();
+		REQUIRE(rec);
+		std::string ready = "/proc/" + std::to_string(rec->pid) + "/root/tmp/ready";
+		for (int i = 0; i < 600 && !file_exists(ready); i++)
+			usleep(100000);
+		REQUIRE(svc.wait_count("offers", 1, 30).find("\"offers\":") != std::string::npos);
+		svc.stop(SIGKILL); // it waits for the sender to end before it warms: the offer is pending
+		CHECK(w.finish().status == 0);
+		// With no service at all (its socket gone with it): the same program, the same output.
+		ctr none = run_ctr("annotated", img, hello, "1");
+		CHECK(none.status == 0);
+		CHECK(trim(none.out) == "42");
+		// A new service serves the next container.
+		service again;
+		ctr next = run_ctr("annotated", img, { "/usr/bin/node", "-e", "0" }, "1");
+		CHECK(next.status == 0);
+		std::string st = again.wait_count("warmed_total", 1, 90);
+		INFO(st);
+		CHECK(st.find("\"warmed_total\":0") == std::string::npos);
+	}
+	SECTION("stopped (SIGSTOP): a program's offer does not wait for it")
+	{
+		service svc;
+		kill(svc.pid, SIGSTOP);
+		auto t0 = std::chrono::steady_clock::now();
+		ctr c = run_ctr("annotated", img, hello, "1");
+		double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+		kill(svc.pid, SIGCONT);
+		CHECK(c.status == 0);
+		CHECK(trim(c.out) == "42");
+		CHECK(secs < 30); // a container start takes under a second here; the offer never blocks
+	}
+	SECTION("a cache too small for the entry: refused, and the container runs as it was")
+	{
+		fs::create_directories(cache);
+		REQUIRE(mount("hth-test-cache", cache.c_str(), "tmpfs", MS_NOSUID | MS_NODEV,
+			      "mode=1777,huge=within_size,size=8m") == 0);
+		{
+			service svc({ "--no-warm" });
+			ctr c = run_ctr("annotated", img, hello, "1");
+			CHECK(c.status == 0);
+			CHECK(trim(c.out) == "42");
+			std::string st = svc.wait_count("refused_total", 1, 60);
+			INFO(st);
+			CHECK(st.find("\"filled_total\":0") != std::string::npos);
+			CHECK(st.find("\"refused_total\":0") == std::string::npos);
+		}
+		umount2(cache.c_str(), MNT_DETACH);
+	}
 }

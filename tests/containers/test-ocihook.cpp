@@ -566,6 +566,12 @@ TEST_CASE("the command: a container that did not ask costs a parse and leaves no
 	CHECK(r.err == "");
 	CHECK(!file_exists(t.path + "/containers"));
 	CHECK(!file_exists(t.path + "/hook.log"));
+	// Its poststop neither: nothing to remove, nothing written.
+	r = hook(t.path, state_json("stopped", ""));
+	CHECK(r.status == 0);
+	CHECK(r.err == "");
+	CHECK(!file_exists(t.path + "/containers"));
+	CHECK(!file_exists(t.path + "/hook.log"));
 
 	// A pid nobody has: a child that has been reaped.
 	pid_t child = fork();
