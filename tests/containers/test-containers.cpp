@@ -977,6 +977,16 @@ TEST_CASE("a host directory on /etc or /run (a volume) gets nothing made in it",
 	CHECK(log_of(c.id).find(" not injected: /run/hugetext is missing and its directory is not the container's own "
 				"layer") != std::string::npos);
 	CHECK(!file_exists(run + "/hugetext"));
+	// A host directory as the whole rootfs (podman --rootfs): no overlay of the container's own, nothing made.
+	tree dir = probe_tree(s.work, "rootfs-dir");
+	c = run_ctr("annotated", "--rootfs", { dir.root, "/probe" }, "1"); // podman run ... --rootfs DIR /probe
+	INFO(c.err << log_of(c.id));
+	CHECK(c.status == 0);
+	CHECK(line_of(c.out, "preload-mapped") == "no");
+	CHECK(log_of(c.id).find(" not injected: /etc/ld.so.preload is missing and /etc is not the container's own layer") !=
+	      std::string::npos);
+	CHECK(!file_exists(dir.root + "/etc/ld.so.preload"));
+	CHECK(!file_exists(dir.root + "/run/hugetext"));
 	// A file of the host bound on /etc/ld.so.preload is mounted over in the container only, and read, never written.
 	std::ofstream(canary + "/bound") << "/usr/lib/none.so\n";
 	std::string before = host_snapshot();
