@@ -112,10 +112,12 @@ void hte_status_text_containers(FILE *f, const struct hte_status *st)
 		fputc('\n', f);
 		if (!c->running)
 			continue;
+		hte_human(c->code, a, sizeof(a));
+		hte_human(hte_container_copied(c) + hte_container_shared(c), b, sizeof(b));
+		hte_human(hte_container_shared(c), s, sizeof(s));
+		hte_human(hte_container_copied(c), p, sizeof(p));
 		fprintf(f, "      %zu process%s listed (%zu with the preload): %s of code, %s on huge pages, %s shared, "
-			"%s copied", c->nprocs, c->nprocs == 1 ? "" : "es", c->npreload, hte_human(c->code, a, sizeof(a)),
-			hte_human(hte_container_copied(c) + hte_container_shared(c), b, sizeof(b)),
-			hte_human(hte_container_shared(c), s, sizeof(s)), hte_human(hte_container_copied(c), p, sizeof(p)));
+			"%s copied", c->nprocs, c->nprocs == 1 ? "" : "es", c->npreload, a, b, s, p);
 		for (int h = 0; h < HTE_HOW_N; h++) {
 			if (!c->huge[h])
 				continue;
