@@ -123,6 +123,44 @@ static int read_verneed(Elf *elf, Elf_Scn *scn, const GElf_Shdr *sh, struct hte_
 	return 0;
 }
 
+/*
+ * DT_NEEDED: every library the file needs must be in the image too, a
+ * library with no versioned symbols (a sanitizer's runtime) included.
+ * Added to the version needs with no version, when not there already.
+ */
+static int read_needed(Elf *elf, Elf_Scn *scn, const GElf_Shdr *sh, struct hte_elf_versions *v, char *err,
+		       size_t errlen)
+{
+	Elf_Data *d = elf_getdata(scn, NULL);
+	size_t n = sh->sh_entsize ? sh->sh_size / sh->sh_entsize : 0;
+
+	if (!d)
+		return fail(err, errlen, "the dynamic section is unreadable: %s", elf_errmsg(-1));
+	for (size_t i = 0; i < n; i++) {
+		GElf_Dyn dyn;
+		char name[HTE_VER_NAME_MAX];
+		unsigned k = 0;
+
+		if (!gelf_getdyn(d, (int)i, &dyn))
+			break;
+		if (dyn.d_tag == DT_NULL)
+			break;
+		if (dyn.d_tag != DT_NEEDED)
+			continue;
+		if (copy_name(elf, sh->sh_link, dyn.d_un.d_val, name) < 0)
+			return fail(err, errlen, "a needed library has no name");
+		while (k < v->nfiles && strcmp(v->need[k].file, name) != 0)
+			k++;
+		if (k < v->nfiles)
+			continue;
+		if (v->nfiles == HTE_VER_FILES_MAX)
+			return fail(err, errlen, "more than %u libraries needed", HTE_VER_FILES_MAX);
+		memset(&v->need[v->nfiles], 0, sizeof(v->need[0]));
+		memcpy(v->need[v->nfiles++].file, name, strlen(name) + 1);
+	}
+	return 0;
+}
+
 static int read_all(Elf *elf, struct hte_elf_versions *v, char *err, size_t errlen)
 {
 	GElf_Ehdr eh;
@@ -142,6 +180,14 @@ static int read_all(Elf *elf, struct hte_elf_versions *v, char *err, size_t errl
 		if (sh.sh_type == SHT_GNU_verdef && read_verdef(elf, scn, &sh, v, err, errlen) < 0)
 			return -1;
 		if (sh.sh_type == SHT_GNU_verneed && read_verneed(elf, scn, &sh, v, err, errlen) < 0)
+			return -1;
+	}
+	/* After the version needs: a library they name keeps its versions. */
+	scn = NULL;
+	while ((scn = elf_nextscn(elf, scn))) {
+		GElf_Shdr sh;
+
+		if (gelf_getshdr(scn, &sh) && sh.sh_type == SHT_DYNAMIC && read_needed(elf, scn, &sh, v, err, errlen) < 0)
 			return -1;
 	}
 	return 0;

@@ -810,7 +810,8 @@ static int glibc_check(struct hook *h, struct inject *in, char *why, size_t cap)
 		if (!(ld->ndef && strcmp(ld->def[0], need->file) == 0)) {
 			rc = find_library(in, need->file, path, sizeof(path));
 			if (rc < 0) {
-				whyf(why, cap, "no %s in the image's library directories: left as it is", need->file);
+				whyf(why, cap, "no %s (which the preload needs) in the image's library directories: "
+				     "left as it is", need->file);
 				goto out;
 			}
 			rc = image_versions(in, path, lib, why, cap);

@@ -191,8 +191,10 @@ struct hte_elf_versions {
 };
 
 /*
- * Reads the ELF file in @buf: class, byte order, machine, type, and its
- * version definitions and needs (SHT_GNU_verdef, SHT_GNU_verneed).
+ * Reads the ELF file in @buf: class, byte order, machine, type, its
+ * version definitions and needs (SHT_GNU_verdef, SHT_GNU_verneed), and
+ * the libraries it needs (DT_NEEDED) that need no version, as needs of
+ * no version.
  * Returns: 0, or -1 with the reason in @err (not ELF, damaged, or more
  * versions than the struct holds).
  */

@@ -771,7 +771,7 @@ TEST_CASE("hostile images start unchanged and nothing on the host changes", "[ho
 		{ "libc-link-out", [](tree &t) {
 			  fs::remove(t.root + "/lib/x86_64-linux-gnu/libc.so.6");
 			  t.link("/lib/x86_64-linux-gnu/libc.so.6", "../../../../../../usr/lib/x86_64-linux-gnu/libc.so.6");
-		  }, "no libc.so.6 in the image's library directories: left as it is" },
+		  }, "no libc.so.6 (which the preload needs) in the image's library directories: left as it is" },
 	};
 	for (auto &c : cases) {
 		SECTION(c.name)

@@ -440,6 +440,10 @@ TEST_CASE("ELF versions: the host's libc is a glibc that covers what the preload
 	for (unsigned i = 0; i < libc_need->n; i++)
 		needs_234 |= std::string(libc_need->name[i]) == "GLIBC_2.34";
 	CHECK(needs_234); // the preload is built on Debian 12's glibc 2.36
+	// Its DT_NEEDED libraries are needs too, each once (libc.so.6 and the loader, with their versions).
+	for (unsigned i = 0; i < pre->nfiles; i++)
+		for (unsigned j = i + 1; j < pre->nfiles; j++)
+			CHECK(std::string(pre->need[i].file) != pre->need[j].file);
 	char missing[HTE_VER_NAME_MAX] = "";
 	CHECK(hte_versions_cover(have.get(), libc_need, missing, sizeof(missing)) == 1);
 }
