@@ -68,12 +68,24 @@ std::string trim(const std::string &s)
 	return b == std::string::npos ? "" : s.substr(b, e - b + 1);
 }
 
+/*
+ * Podman's configuration for the suite, whatever the machine's is: root, runc,
+ * cgroupfs (runc refuses a hybrid layout with systemd's manager here, and
+ * there may be no systemd), no default ulimits (Podman's are above this
+ * machine's hard limits), events to a file (no journald needed).
+ */
+const char podman_conf[] = "[containers]\ndefault_ulimits = []\n[engine]\ncgroup_manager = \"cgroupfs\"\n"
+			   "runtime = \"runc\"\nevents_logger = \"file\"\n";
+std::string podman_conf_path;
+
 prog_result podman(const std::vector<std::string> &args, double timeout = 120, const std::string &in = "/dev/null")
 {
 	std::vector<std::string> argv = { "podman" };
 	argv.insert(argv.end(), args.begin(), args.end());
 	prog_opts o;
 	o.env = clean_env;
+	if (!podman_conf_path.empty())
+		o.env.push_back("CONTAINERS_CONF=" + podman_conf_path);
 	o.timeout_s = timeout;
 	o.stdin_path = in;
 	return run_prog(argv, o);
@@ -240,17 +252,19 @@ setup::setup()
 		why = std::string("no private mount namespace with a tmpfs on /run/hugetext: ") + std::strerror(errno);
 		return;
 	}
-	prog_result info = podman({ "info", "--format", "{{.Host.OCIRuntime.Name}}" }, 60);
-	if (info.status != 0) {
-		why = "podman does not work here: " + trim(info.err).substr(0, 300);
-		return;
-	}
 	char tmpl[] = "/var/tmp/hugetext-containers-XXXXXX";
 	if (!mkdtemp(tmpl)) {
 		why = "cannot make a work directory in /var/tmp";
 		return;
 	}
 	work = tmpl;
+	podman_conf_path = work + "/containers.conf";
+	std::ofstream(podman_conf_path) << podman_conf;
+	prog_result info = podman({ "info", "--format", "{{.Host.OCIRuntime.Name}}" }, 60);
+	if (info.status != 0) {
+		why = "podman does not work here: " + trim(info.err).substr(0, 300);
+		return;
+	}
 	hooks["annotated"] = hooks_dir(work, "annotated", "");
 	hooks["all"] = hooks_dir(work, "all", "containers = all\n");
 	hooks["off"] = hooks_dir(work, "off", "containers = off\n");
