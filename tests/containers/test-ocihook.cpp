@@ -11,6 +11,9 @@
 #include <cstring>
 #include <fcntl.h>
 #include <link.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -618,4 +621,215 @@ TEST_CASE("the command: a container that did not ask costs a parse and leaves no
 	CHECK(!file_exists(t.path + "/containers/" + id64 + ".json"));
 	CHECK(read_file(t.path + "/hook.log").find(id64 + " stopped: record and cache view removed") !=
 	      std::string::npos);
+}
+
+// --- the injection itself, without an engine: a process in a mount namespace of its own ---
+
+namespace {
+
+// A "container": a child in a new mount namespace with an overlay rootfs at @merged (lower
+// @lower, upper and work under @top), that waits for a byte on a pipe, then runs @check in
+// that namespace, chrooted into the rootfs, and writes its result back.
+struct fake_ctr {
+	pid_t pid = -1;
+	int go[2] = { -1, -1 }, done[2] = { -1, -1 };
+
+	fake_ctr(const std::string &lower, const std::string &top, const std::string &merged,
+		 std::string (*check)(const std::string &merged))
+	{
+		for (const char *d : { "/u", "/w" })
+			mkdir((top + d).c_str(), 0755);
+		mkdir(merged.c_str(), 0755);
+		if (pipe(go) < 0 || pipe(done) < 0)
+			return;
+		pid = fork();
+		if (pid != 0) {
+			// Our ends only: the child's result ends with its end of done.
+			close(go[0]);
+			close(done[1]);
+			go[0] = done[1] = -1;
+			return;
+		}
+		close(go[1]);
+		close(done[0]);
+		std::string opts = "lowerdir=" + lower + ",upperdir=" + top + "/u,workdir=" + top + "/w";
+		std::string out = "setup failed";
+		char c;
+		if (unshare(CLONE_NEWNS) == 0 && mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) == 0 &&
+		    mount("hth-fake", merged.c_str(), "overlay", 0, opts.c_str()) == 0)
+			out = "ready";
+		if (write(done[1], out.data(), out.size()) < 0 || read(go[0], &c, 1) != 1)
+			_exit(1);
+		// As the container's processes will see it: paths resolve inside the rootfs.
+		if (chroot(merged.c_str()) < 0 || chdir("/") < 0)
+			_exit(1);
+		out = check("");
+		if (write(done[1], out.data(), out.size()) < 0)
+			_exit(1);
+		_exit(0);
+	}
+	std::string wait_ready()
+	{
+		char buf[64] = "";
+		ssize_t n = pid > 0 ? read(done[0], buf, sizeof(buf) - 1) : -1;
+		return n > 0 ? std::string(buf, (size_t)n) : "no child";
+	}
+	std::string run_check()
+	{
+		char buf[4096];
+		std::string out;
+		if (write(go[1], "x", 1) != 1)
+			return "no child";
+		close(go[1]);
+		go[1] = -1;
+		ssize_t n;
+		while ((n = read(done[0], buf, sizeof(buf))) > 0)
+			out.append(buf, (size_t)n);
+		return out;
+	}
+	~fake_ctr()
+	{
+		for (int fd : { go[0], go[1], done[0], done[1] })
+			if (fd >= 0)
+				close(fd);
+		if (pid > 0) {
+			kill(pid, SIGKILL);
+			waitpid(pid, nullptr, 0);
+		}
+	}
+};
+
+// What the container's namespace shows: its ld.so.preload, the preload's bytes, whether writes fail.
+std::string look(const std::string &merged)
+{
+	std::string s = "etc: " + read_file(merged + "/etc/ld.so.preload") + "|";
+	s += "run: " + read_file(merged + "/run/hugetext/ld.so.preload") + "|";
+	s += "preload-size: " + std::to_string(read_file(merged + "/run/hugetext/libhugetext-preload.so").size()) + "|";
+	int fd = open((merged + "/etc/ld.so.preload").c_str(), O_WRONLY | O_APPEND);
+	s += std::string("write: ") + (fd >= 0 ? "done" : std::strerror(errno)) + "|";
+	if (fd >= 0)
+		close(fd);
+	fd = open((merged + "/run/hugetext/new").c_str(), O_WRONLY | O_CREAT, 0644);
+	s += std::string("create: ") + (fd >= 0 ? "done" : std::strerror(errno)) + "|";
+	if (fd >= 0)
+		close(fd);
+	return s;
+}
+
+// A rootfs with the host's glibc loader and libc, and an /etc.
+void glibc_tree(const std::string &root)
+{
+	std::string libc = libc_path(), ld = "/lib64/ld-linux-x86-64.so.2";
+	run_prog({ "mkdir", "-p", root + "/etc", root + "/lib64", root + "/lib/x86_64-linux-gnu",
+		   root + "/lib/aarch64-linux-gnu" });
+	run_prog({ "cp", "-L", libc, root + "/lib/" + (file_exists(ld) ? "x86_64" : "aarch64") + "-linux-gnu/libc.so.6" });
+	if (file_exists(ld))
+		run_prog({ "cp", "-L", ld, root + "/lib64/" });
+	else
+		run_prog({ "cp", "-L", "/lib/ld-linux-aarch64.so.1", root + "/lib/" });
+}
+
+std::string config_json(const std::string &root)
+{
+	return "{\"ociVersion\":\"1.0.2\",\"root\":{\"path\":\"" + root +
+	       "\"},\"linux\":{\"namespaces\":[{\"type\":\"pid\"},{\"type\":\"mount\"}]}}";
+}
+
+} // namespace
+
+TEST_CASE("injection without an engine: a mount namespace of its own gets the read-only mounts, the image's "
+	  "lower layer and the host are left as they were", "[ocihook][inject]")
+{
+	if (geteuid() != 0) {
+		WARN("not root: the hook runs as root only");
+		return;
+	}
+	temp t;
+	REQUIRE(!t.path.empty());
+	std::string lower = t.path + "/lower", merged = t.path + "/merged";
+	glibc_tree(lower);
+	std::string before = read_file("/proc/self/mountinfo");
+	fake_ctr c(lower, t.path, merged, look);
+	std::string ready = c.wait_ready();
+	if (ready != "ready") {
+		WARN("no overlay mount in a new mount namespace here (" << ready << "): nothing to inject into");
+		return;
+	}
+	std::ofstream(t.path + "/config.json") << config_json(merged);
+	std::string state = "{\"ociVersion\":\"1.0.2\",\"id\":\"" + id64 + "\",\"status\":\"creating\",\"pid\":" +
+			    std::to_string(c.pid) + ",\"bundle\":\"" + t.path +
+			    "\",\"annotations\":{\"io.hugetext/enable\":\"1\"}}";
+	prog_result r = hook(t.path, state);
+	INFO(r.err);
+	CHECK(r.status == 0);
+	CHECK(r.err.find(" injected (glibc ") != std::string::npos);
+	std::string rec = read_file(t.path + "/containers/" + id64 + ".json");
+	CHECK(rec.find("\"injected\":true") != std::string::npos);
+	CHECK(rec.find("\"upperdir\":\"" + t.path + "/u\"") != std::string::npos);
+	std::string seen = c.run_check();
+	INFO(seen);
+	const std::string list = "/run/hugetext/libhugetext-preload.so\n";
+	CHECK(seen.find("etc: " + list + "|") != std::string::npos);
+	CHECK(seen.find("run: " + list + "|") != std::string::npos);
+	CHECK(seen.find("preload-size: " + std::to_string(read_file(build_path("lib/libhugetext-preload.so")).size())) !=
+	      std::string::npos);
+	CHECK(seen.find("write: Read-only file system|") != std::string::npos);
+	CHECK(seen.find("create: Read-only file system|") != std::string::npos);
+	// The mount points went to the upper layer, none to the image's lower one; no mount reached us.
+	CHECK(file_exists(t.path + "/u/etc/ld.so.preload"));
+	CHECK(file_exists(t.path + "/u/run/hugetext"));
+	CHECK(!file_exists(lower + "/etc/ld.so.preload"));
+	CHECK(!file_exists(lower + "/run"));
+	CHECK(read_file("/proc/self/mountinfo") == before);
+}
+
+TEST_CASE("injection without an engine: links out of the rootfs are refused, and what they name is untouched",
+	  "[ocihook][inject]")
+{
+	if (geteuid() != 0) {
+		WARN("not root: the hook runs as root only");
+		return;
+	}
+	temp t;
+	REQUIRE(!t.path.empty());
+	// What the links name, on the host.
+	std::string host = t.path + "/host";
+	run_prog({ "mkdir", "-p", host + "/etc", host + "/run" });
+	std::ofstream(host + "/ld.so.preload") << "host's\n";
+	const struct {
+		const char *name, *link, *target, *reason;
+	} cases[] = {
+		{ "preload", "/etc/ld.so.preload", "/ld.so.preload", "/etc/ld.so.preload is a symbolic link: refused" },
+		{ "run", "/run", "/run", "/run is a symbolic link: refused" },
+		{ "run-hugetext", "/run/hugetext", "/run", "/run/hugetext is a symbolic link: refused" },
+	};
+	for (auto &k : cases) {
+		INFO(k.name);
+		std::string top = t.path + "/" + k.name, lower = top + "/lower", merged = top + "/merged";
+		mkdir(top.c_str(), 0755);
+		glibc_tree(lower);
+		run_prog({ "mkdir", "-p", lower + "/run" });
+		if (std::string(k.link) == "/run")
+			rmdir((lower + "/run").c_str());
+		REQUIRE(symlink((host + k.target).c_str(), (lower + k.link).c_str()) == 0);
+		const std::string list = "find '" + host + "' -printf '%p %M %s %i %T@\\n'; cat '" + host + "/ld.so.preload'";
+		std::string snap = run_prog({ "sh", "-c", list }).out;
+		fake_ctr c(lower, top, merged, look);
+		if (c.wait_ready() != "ready") {
+			WARN("no overlay mount in a new mount namespace here: nothing to inject into");
+			return;
+		}
+		std::ofstream(top + "/config.json") << config_json(merged);
+		std::string state = "{\"ociVersion\":\"1.0.2\",\"id\":\"" + id64 + "\",\"status\":\"creating\",\"pid\":" +
+				    std::to_string(c.pid) + ",\"bundle\":\"" + top +
+				    "\",\"annotations\":{\"io.hugetext/enable\":\"1\"}}";
+		prog_result r = hook(t.path, state);
+		INFO(r.err);
+		CHECK(r.status == 0);
+		CHECK(r.err.find(std::string(" not injected: ") + k.reason) != std::string::npos);
+		std::string seen = c.run_check();
+		CHECK(seen.find("preload-size: 0|") != std::string::npos);
+		CHECK(run_prog({ "sh", "-c", list }).out == snap);
+		CHECK(!file_exists(top + "/u/etc/ld.so.preload")); // nothing made for a container left alone
+	}
 }
