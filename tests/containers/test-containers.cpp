@@ -68,6 +68,21 @@ std::string trim(const std::string &s)
 	return b == std::string::npos ? "" : s.substr(b, e - b + 1);
 }
 
+// The line of Podman's error output that says what failed (its last "Error:" line, else its last).
+std::string last_error(const std::string &err)
+{
+	std::istringstream in(err);
+	std::string line, last, error;
+	while (std::getline(in, line)) {
+		if (trim(line).empty())
+			continue;
+		last = trim(line);
+		if (last.rfind("Error:", 0) == 0)
+			error = last;
+	}
+	return (error.empty() ? last : error).substr(0, 300);
+}
+
 /*
  * Podman's configuration for the suite, whatever the machine's is: root, runc,
  * cgroupfs (runc refuses a hybrid layout with systemd's manager here, and
@@ -262,7 +277,7 @@ setup::setup()
 	std::ofstream(podman_conf_path) << podman_conf;
 	prog_result info = podman({ "info", "--format", "{{.Host.OCIRuntime.Name}}" }, 60);
 	if (info.status != 0) {
-		why = "podman does not work here: " + trim(info.err).substr(0, 300);
+		why = "podman does not work here: " + last_error(info.err);
 		return;
 	}
 	hooks["annotated"] = hooks_dir(work, "annotated", "");
@@ -283,7 +298,7 @@ setup::setup()
 	// A container must start at all (cgroups, the runtime): the machine's, not the hook's.
 	prog_result r = podman({ "run", "--rm", "--network", "none", probe_image, "/probe" }, 120);
 	if (r.status != 0 || r.out.find("preload-mapped: no") == std::string::npos)
-		why = "podman cannot start a container here: " + trim(r.err).substr(0, 300);
+		why = "podman cannot start a container here: " + last_error(r.err);
 }
 
 setup &the_setup()
