@@ -119,6 +119,8 @@ struct setup {
 	{
 		if (!work.empty())
 			fs::remove_all(work);
+		std::error_code ec;
+		fs::remove_all(canary, ec);
 	}
 };
 
