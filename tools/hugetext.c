@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "doctor.h"
 #include "hugetext.h"
 #include "serve.h"
 #include "setup.h"
@@ -22,6 +23,7 @@ static const struct {
 	{ "setup", hte_cmd_setup, "hugetext setup" },
 	{ "status", hte_cmd_status, "hugetext status" },
 	{ "serve", hte_cmd_serve, "hugetext serve" },
+	{ "doctor", hte_cmd_doctor, "hugetext doctor" },
 };
 
 static void usage(FILE *f)
@@ -53,6 +55,9 @@ static void usage(FILE *f)
 	      "  serve [--socket PATH] [--state PATH]\n"
 	      "        the text service: warm or cache the code the preload's processes\n"
 	      "        offer, so that their later starts map it huge with no copy\n"
+	      "  doctor [--json] [--calibrate]\n"
+	      "        what on this machine stands in the way of huge pages for code,\n"
+	      "        and what to do\n"
 	      "\n"
 	      "'hugetext COMMAND --help' shows a command's options; man hugetext(1) has more.\n",
 	      f);
