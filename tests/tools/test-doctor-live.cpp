@@ -559,4 +559,15 @@ TEST_CASE("usage errors exit 2; --help exits 0", "[doctor][live]")
 	r = tool({ "doctor", "--help" });
 	CHECK(r.status == 0);
 	CHECK(r.out.find("Exit status: 0 nothing blocks") != std::string::npos);
+	// hugetext(1) documents the command, each of its options and its exit status.
+	std::string page = replace_all(read_file(source_path("man/hugetext.1")), "\\-", "-");
+	CHECK(page.find(".SS \"doctor ") != std::string::npos);
+	for (const char *o : { "--json", "--calibrate", "--config" }) {
+		INFO(o);
+		CHECK(r.out.find(std::string("  ") + o) != std::string::npos);
+		CHECK((page.find(std::string(".B ") + o) != std::string::npos || page.find(std::string(".BI ") + o) != std::string::npos));
+	}
+	CHECK(page.find("3 the doctor could not look") != std::string::npos);
+	// hugetext's own usage lists it.
+	CHECK(tool({ "--help" }).out.find("\n  doctor [--json] [--calibrate]\n") != std::string::npos);
 }
