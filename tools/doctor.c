@@ -279,7 +279,7 @@ static void read_kernel(struct doctor *g)
 
 /* --- the processor --- */
 
-static void check_cpu(struct doctor *g)
+static void check_cpu(struct doctor *g, int calib_rc, const char *calib_from)
 {
 	char hv[64], dv[256], dp[256], line[256], nx[32];
 	struct hte_doc_guest q = { .cpuid_hv = -1 };
@@ -299,30 +299,35 @@ static void check_cpu(struct doctor *g)
 	hte_doc_multihit_check(&g->d, read_small("/sys/devices/system/cpu/vulnerabilities/itlb_multihit", line,
 						 sizeof(line)),
 			       g->d.guest, g->have_cpu ? g->cpu.vendor_id : NULL,
-			       read_small("/sys/module/kvm/parameters/nx_huge_pages", nx, sizeof(nx)));
+			       read_small("/sys/module/kvm/parameters/nx_huge_pages", nx, sizeof(nx)),
+			       calib_rc == 0 ? (int)g->calib.verdict : HTE_CALIB_UNKNOWN);
+	hte_doc_calib_check(&g->d, calib_rc, &g->calib, calib_from);
 }
 
-/* The calibration: this boot's from root's file, or run now (kept only where /run/hugetext is trusted). */
-static void check_calib(struct doctor *g)
+/*
+ * The calibration: this boot's from root's file, or run now (kept only
+ * where /run/hugetext is trusted).  Returns hte_calib_get()'s answer;
+ * @from says where the figures came from.
+ */
+static int run_calib(struct doctor *g, char *from, size_t flen)
 {
 	struct stat before, after;
 	int had, rc;
-	char from[160];
 
 	if (g->run_refusal) {
 		rc = hte_calibrate(&g->calib, CALIB_SECONDS);
-		snprintf(from, sizeof(from), "just measured, not kept: /run/hugetext is %s", g->run_refusal);
+		snprintf(from, flen, "just measured, not kept: /run/hugetext is %s", g->run_refusal);
 	} else {
 		had = stat(HTE_CALIB_PATH, &before) == 0;
 		rc = hte_calib_get(&g->calib, g->force_calib, CALIB_SECONDS);
 		if (!g->force_calib && had && stat(HTE_CALIB_PATH, &after) == 0 && after.st_mtim.tv_sec == before.st_mtim.tv_sec &&
 		    after.st_mtim.tv_nsec == before.st_mtim.tv_nsec && after.st_ino == before.st_ino)
-			snprintf(from, sizeof(from), "this boot's");
+			snprintf(from, flen, "this boot's");
 		else
-			snprintf(from, sizeof(from), "just measured%s", geteuid() == 0 ? ", kept for this boot" : "");
+			snprintf(from, flen, "just measured%s", geteuid() == 0 ? ", kept for this boot" : "");
 	}
 	g->d.calib = rc == 0 ? &g->calib : NULL;
-	hte_doc_calib_check(&g->d, rc, &g->calib, from);
+	return rc;
 }
 
 /* --- the preload --- */
@@ -567,8 +572,9 @@ static int gather(struct doctor *g)
 	struct hte_pool_count pools[HTE_MAX_SIZES];
 	struct mounts *m = calloc(1, sizeof(*m));
 	struct hte_doc_cache cache;
+	char from[160];
 	size_t npools;
-	int err;
+	int err, calib_rc;
 
 	if (!m)
 		return -ENOMEM;
@@ -586,8 +592,8 @@ static int gather(struct doctor *g)
 		hte_doc_pagesize_check(&g->d, ht_sys_base_page_size());
 		check_thp(g);
 		check_pagemap(g);
-		check_cpu(g);
-		check_calib(g);
+		calib_rc = run_calib(g, from, sizeof(from));
+		check_cpu(g, calib_rc, from);
 		hte_doc_preload_check(&g->d, &g->preload);
 		hte_doc_policy_check(&g->d, g->config, g->conf_rc, g->conf_err, g->conf, g->pool_free);
 		check_service(g);

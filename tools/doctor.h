@@ -181,10 +181,12 @@ void hte_doc_guest_check(struct hte_doctor *d, const struct hte_doc_guest *g);
  * itlb_multihit, NULL when absent), read in the light of whether this is a
  * guest and of the processor's vendor ("GenuineIntel", "AuthenticAMD",
  * NULL unknown); @nx: this kernel's /sys/module/kvm/parameters/nx_huge_pages
- * (the VMs it runs itself), or NULL.
+ * (the VMs it runs itself), or NULL; @calib: the calibration's verdict
+ * (enum hte_calib_verdict; HTE_CALIB_UNKNOWN when none), which tells
+ * whether the host splits a guest's code pages where only the host knows.
  */
 void hte_doc_multihit_check(struct hte_doctor *d, const char *line, int guest, const char *vendor,
-			    const char *nx);
+			    const char *nx, int calib);
 
 /* The calibration: @rc of hte_calib_get(), @from where it came ("" run now). */
 void hte_doc_calib_check(struct hte_doctor *d, int rc, const struct hte_calib *c, const char *from);

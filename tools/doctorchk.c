@@ -410,17 +410,24 @@ static int is_vendor(const char *vendor, const char *want)
 }
 
 /* A guest's own line is the virtual CPU's: what counts is the host's processor and KVM. */
-static void multihit_guest(struct hte_doctor *d, const char *line, const char *vendor)
+static void multihit_guest(struct hte_doctor *d, const char *line, const char *vendor, int calib)
 {
+	const char *host = "on the host: cat /sys/module/kvm/parameters/nx_huge_pages   # Y: split; N or never: not";
+
 	if (is_vendor(vendor, "AuthenticAMD"))
 		hte_doc_add(d, HTE_DOC_CPU, HTE_DOC_OK, "itlb_multihit", line, NULL,
 			    "iTLB multihit: %s (as the guest sees it); an AMD host has no such erratum: "
 			    "KVM splits no code pages", line);
+	else if (is_vendor(vendor, "GenuineIntel") && calib == HTE_CALIB_HUGE_GAINS)
+		hte_doc_add(d, HTE_DOC_CPU, HTE_DOC_OK, "itlb_multihit", line, NULL,
+			    "iTLB multihit: %s (as the guest sees it); the calibration gains from 2 MiB code "
+			    "pages, so this Intel host does not split them (KVM nx_huge_pages)", line);
 	else if (is_vendor(vendor, "GenuineIntel"))
-		hte_doc_add(d, HTE_DOC_CPU, HTE_DOC_WARN, "itlb_multihit", line,
-			    "on the host: cat /sys/module/kvm/parameters/nx_huge_pages   # Y: split; N or never: not",
+		hte_doc_add(d, HTE_DOC_CPU, HTE_DOC_WARN, "itlb_multihit", line, host,
 			    "iTLB multihit: %s (as the guest sees it). An Intel host with the erratum splits "
-			    "the guest's 2 MiB code pages (KVM nx_huge_pages): no gain; see the calibration", line);
+			    "the guest's 2 MiB code pages (KVM nx_huge_pages): %s", line,
+			    calib == HTE_CALIB_NO_GAIN ? "likely why the calibration gains nothing" :
+			    "no gain; the calibration tells");
 	else
 		hte_doc_add(d, HTE_DOC_CPU, HTE_DOC_NOTE, "itlb_multihit", line, NULL,
 			    "iTLB multihit: %s (as the guest sees it); only Intel hosts split guests' code "
@@ -428,7 +435,7 @@ static void multihit_guest(struct hte_doctor *d, const char *line, const char *v
 }
 
 void hte_doc_multihit_check(struct hte_doctor *d, const char *line, int guest, const char *vendor,
-			    const char *nx)
+			    const char *nx, int calib)
 {
 	int split = nx && (nx[0] == 'Y' || nx[0] == 'y' || strncmp(nx, "force", 5) == 0);
 
@@ -438,7 +445,7 @@ void hte_doc_multihit_check(struct hte_doctor *d, const char *line, int guest, c
 		return;
 	}
 	if (guest > 0) {
-		multihit_guest(d, line, vendor);
+		multihit_guest(d, line, vendor, calib);
 		return;
 	}
 	if (strcmp(line, "Not affected") == 0)

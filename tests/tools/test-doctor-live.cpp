@@ -547,6 +547,34 @@ TEST_CASE("the policy file: untrusted is ignored whole, trusted is read, mode = 
 	}
 }
 
+TEST_CASE("the preload in /etc/ld.so.preload, beside a name that is no file", "[doctor][live]")
+{
+	clear_run_dir();
+	seed_calibration(HTE_CALIB_HUGE_GAINS, "seeded");
+	// This namespace's /etc gets an ld.so.preload of its own: an overlay, never the machine's file.
+	temp_dir tmp("doctor-etc");
+	REQUIRE(mkdir((tmp / "upper").c_str(), 0755) == 0);
+	REQUIRE(mkdir((tmp / "work").c_str(), 0755) == 0);
+	std::string preload = real_path(build_path("lib/libhugetext-preload.so"));
+	write_file(tmp / "upper/ld.so.preload", preload + "\n/nonexistent/libgone.so\n", 0644);
+	std::string opts = "lowerdir=/etc,upperdir=" + tmp / "upper" + ",workdir=" + tmp / "work";
+	if (mount("overlay", "/etc", "overlay", 0, opts.c_str()) != 0) {
+		WARN("cannot mount an overlay on /etc here (" << std::strerror(errno) << "): not checked");
+		return;
+	}
+	doctor_run d;
+	umount2("/etc", MNT_DETACH);
+	check_line p = d.one("preload");
+	CHECK(p.level == "ok");
+	CHECK(p.value == preload);
+	// The doctor itself runs with it now: one process at least.
+	CHECK(p.text.find("in 0 running") == std::string::npos);
+	check_line m = d.one("preload_missing");
+	CHECK(m.level == "warn");
+	CHECK(m.value == "/nonexistent/libgone.so");
+	CHECK(m.fix.find("/etc/ld.so.preload") != std::string::npos);
+}
+
 TEST_CASE("usage errors exit 2; --help exits 0", "[doctor][live]")
 {
 	run_result r = tool({ "doctor", "--frobnicate" });

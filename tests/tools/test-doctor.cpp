@@ -292,33 +292,48 @@ TEST_CASE("iTLB multihit: a guest's line is read in the light of the host's vend
 {
 	{
 		doc d;
-		hte_doc_multihit_check(&d.d, "Not affected", 1, "AuthenticAMD", nullptr);
+		hte_doc_multihit_check(&d.d, "Not affected", 1, "AuthenticAMD", nullptr, HTE_CALIB_UNKNOWN);
 		CHECK(d.line("itlb_multihit").level == HTE_DOC_OK);
 		CHECK(contains(d.line("itlb_multihit").text, "AMD"));
 	}
 	{
 		// An Intel host may split every 2 MiB page the guest runs code from: only the host can say.
 		doc d;
-		hte_doc_multihit_check(&d.d, "KVM: Mitigation: VMX unsupported", 1, "GenuineIntel", nullptr);
+		hte_doc_multihit_check(&d.d, "KVM: Mitigation: VMX unsupported", 1, "GenuineIntel", nullptr,
+				       HTE_CALIB_UNKNOWN);
 		CHECK(d.line("itlb_multihit").level == HTE_DOC_WARN);
 		CHECK(contains(d.line("itlb_multihit").fix, "/sys/module/kvm/parameters/nx_huge_pages"));
-		CHECK(contains(d.line("itlb_multihit").text, "calibration"));
+		CHECK(contains(d.line("itlb_multihit").text, "calibration tells"));
+	}
+	{
+		// The calibration gained nothing: the likely reason, said so.
+		doc d;
+		hte_doc_multihit_check(&d.d, "Not affected", 1, "GenuineIntel", nullptr, HTE_CALIB_NO_GAIN);
+		CHECK(d.line("itlb_multihit").level == HTE_DOC_WARN);
+		CHECK(contains(d.line("itlb_multihit").text, "likely why"));
+	}
+	{
+		// The calibration gained: this host does not split them, whatever it is.
+		doc d;
+		hte_doc_multihit_check(&d.d, "Not affected", 1, "GenuineIntel", nullptr, HTE_CALIB_HUGE_GAINS);
+		CHECK(d.line("itlb_multihit").level == HTE_DOC_OK);
+		CHECK(contains(d.line("itlb_multihit").text, "does not split"));
 	}
 	{
 		doc d;
-		hte_doc_multihit_check(&d.d, "Not affected", 0, "GenuineIntel", nullptr);
+		hte_doc_multihit_check(&d.d, "Not affected", 0, "GenuineIntel", nullptr, HTE_CALIB_UNKNOWN);
 		CHECK(d.line("itlb_multihit").level == HTE_DOC_OK);
 	}
 	{
 		// A host that splits its guests' pages: its own programs are not concerned.
 		doc d;
-		hte_doc_multihit_check(&d.d, "KVM: Mitigation: Split huge pages", 0, "GenuineIntel", "Y");
+		hte_doc_multihit_check(&d.d, "KVM: Mitigation: Split huge pages", 0, "GenuineIntel", "Y", HTE_CALIB_UNKNOWN);
 		CHECK(d.line("itlb_multihit").level == HTE_DOC_NOTE);
 		CHECK(contains(d.line("itlb_multihit").text, "its VMs"));
 	}
 	{
 		doc d;
-		hte_doc_multihit_check(&d.d, nullptr, 0, nullptr, nullptr);
+		hte_doc_multihit_check(&d.d, nullptr, 0, nullptr, nullptr, HTE_CALIB_UNKNOWN);
 		CHECK(d.line("itlb_multihit").level == HTE_DOC_NOTE);
 	}
 }
@@ -872,7 +887,7 @@ void fixed(doc &d, const status_holder &s)
 	g.cpuid_hv = 1;
 	g.hv_id = "KVMKVMKVM";
 	hte_doc_guest_check(&d.d, &g);
-	hte_doc_multihit_check(&d.d, "Not affected", 1, "AuthenticAMD", "N");
+	hte_doc_multihit_check(&d.d, "Not affected", 1, "AuthenticAMD", "N", HTE_CALIB_HUGE_GAINS);
 	hte_calib c{};
 	c.verdict = HTE_CALIB_HUGE_GAINS;
 	std::snprintf(c.why, sizeof(c.why), "1.24x as fast (95%%: 1.04-1.39)");
