@@ -67,6 +67,7 @@ struct hte_doc_obj {
 	double cpu_max;           /* the most CPU seconds one of those with the preload has used */
 	unsigned dev_major, dev_minor;
 	long pid;                 /* one of its processes, for the fix */
+	char program[512];        /* that process's program, "" unknown */
 	int is_program;           /* some process runs it as its program */
 	char fs[32];              /* the file system it lies on ("" unknown) */
 	int fs_folios;            /* that file system keeps 2 MiB page-cache folios: 1, 0, -1 unknown */

@@ -719,9 +719,9 @@ void hte_doc_service_check(struct hte_doctor *d, const struct hte_doc_service_in
 	}
 	hte_doc_add(d, HTE_DOC_HUGETEXT, in->running ? HTE_DOC_OK : HTE_DOC_WARN, "service",
 		    in->running ? "running" : "stopped", in->running ? NULL : start,
-		    "text service: %s (pid %ld): %ld offers; %ld warmed, %ld filled, %ld evicted, %ld refused",
+		    "text service: %s (pid %ld): %ld offer%s; %ld warmed, %ld filled, %ld evicted, %ld refused",
 		    in->running ? "running" : "not running; its state file",
-		    s->pid, s->offers, s->warmed, s->filled, s->evicted, s->refused);
+		    s->pid, s->offers, s->offers == 1 ? "" : "s", s->warmed, s->filled, s->evicted, s->refused);
 	if (s->nrefused)
 		hte_doc_add(d, HTE_DOC_HUGETEXT, HTE_DOC_NOTE, "service_refused", s->last_refused[s->nrefused - 1],
 			    NULL, "text service: last refusal: %s", s->last_refused[s->nrefused - 1]);

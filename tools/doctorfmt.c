@@ -44,15 +44,27 @@ static void text_line(FILE *f, enum hte_doc_level l, const char *text, const cha
 	}
 }
 
-/* A path cut to its last @max bytes, so that a row fits on a line. */
+/*
+ * A path in at most @max bytes, so that a row fits on a line: whole, or
+ * ".../" and as many of its last components as fit (the file's name at
+ * least, cut at its end when even that is too long).
+ */
 static void short_path(const char *path, char *out, size_t len, size_t max)
 {
 	size_t n = strlen(path);
+	const char *tail = NULL;
 
-	if (n <= max)
+	if (n <= max) {
 		snprintf(out, len, "%s", path);
+		return;
+	}
+	for (const char *p = path + n; p > path; p--)
+		if (p[-1] == '/' && (size_t)(path + n - p) + 4 <= max)
+			tail = p;
+	if (tail)
+		snprintf(out, len, ".../%s", tail);
 	else
-		snprintf(out, len, "...%s", path + n - (max - 3));
+		snprintf(out, len, "%.*s...", (int)(max - 3), strrchr(path, '/') ? strrchr(path, '/') + 1 : path);
 }
 
 static void text_objects(FILE *f, const struct hte_doctor *d, const struct hte_doc_env *e)

@@ -213,6 +213,7 @@ static int merge(struct hte_doctor *d, const struct one *o, const struct hte_doc
 		snprintf(x->path, sizeof(x->path), "%s", o->path);
 		x->fs_folios = -1;
 		x->pid = p->pid;
+		snprintf(x->program, sizeof(x->program), "%s", p->exe);
 	}
 	x->procs++;
 	x->code_sum += o->code;
@@ -379,6 +380,8 @@ enum hte_doc_level hte_doc_obj_verdict(const struct hte_doc_obj *o, const struct
 			 "its processes");
 		if (o->is_program)
 			snprintf(fix, flen, "hugetext run -- %s", o->path);
+		else if (o->program[0])
+			snprintf(fix, flen, "hugetext run -- %s ...   # the program that loads it", o->program);
 		return HTE_DOC_WARN;
 	}
 	if (o->thp_off == o->with_preload) {

@@ -726,6 +726,11 @@ const std::string smaps_b =
 	vma("00601000-00a01000 r-xp 00200000 fe:01 101 /usr/bin/clang", 4096) +
 	vma("7f0000001000-7f0000801000 r-xp 00000000 fe:01 200 /usr/lib/libLLVM.so", 8192);
 
+// A library with a long path in a process without the preload.
+const std::string smaps_c =
+	vma("00400000-00600000 r-xp 00000000 fe:01 102 /usr/lib/llvm-14/bin/clang", 2048) +
+	vma("7f5000000000-7f5006000000 r-xp 00000000 fe:01 600 /usr/lib/x86_64-linux-gnu/libclang-cpp.so.14", 98304);
+
 struct status_holder {
 	hte_status st{};
 	status_holder()
@@ -759,6 +764,10 @@ void fill(doc &d, const status_holder &s)
 	b.pid = 200;
 	std::snprintf(b.exe, sizeof(b.exe), "/usr/bin/clang");
 	REQUIRE(hte_doc_add_smaps(&d.d, smaps_b.data(), smaps_b.size(), &s.st, &b) == 0);
+	hte_doc_proc c{};
+	c.pid = 300;
+	std::snprintf(c.exe, sizeof(c.exe), "/usr/lib/llvm-14/bin/clang");
+	REQUIRE(hte_doc_add_smaps(&d.d, smaps_c.data(), smaps_c.size(), &s.st, &c) == 0);
 }
 
 } // namespace
@@ -796,12 +805,17 @@ TEST_CASE("smaps counted per object: copies named after their file, huge pages b
 	REQUIRE(clang);
 	CHECK(clang->aligned == 0);
 	CHECK(clang->with_preload == 0);
+	const hte_doc_obj *cpp = obj(d, "/usr/lib/x86_64-linux-gnu/libclang-cpp.so.14");
+	REQUIRE(cpp);
+	CHECK(std::string(cpp->program) == "/usr/lib/llvm-14/bin/clang");
+	CHECK_FALSE(cpp->is_program);
 	// Sorted by code, and below min_code dropped.
 	d.d.min_code = 5u << 20;
 	hte_doc_sort_objects(&d.d);
-	REQUIRE(d.d.nobjs == 2);
-	CHECK(std::string(d.d.objs[0].path) == "/usr/bin/node");
-	CHECK(std::string(d.d.objs[1].path) == "/usr/lib/libLLVM.so");
+	REQUIRE(d.d.nobjs == 3);
+	CHECK(std::string(d.d.objs[0].path) == "/usr/lib/x86_64-linux-gnu/libclang-cpp.so.14");
+	CHECK(std::string(d.d.objs[1].path) == "/usr/bin/node");
+	CHECK(std::string(d.d.objs[2].path) == "/usr/lib/libLLVM.so");
 }
 
 TEST_CASE("each object's verdict: what it has, or why not and what to do", "[doctor]")
@@ -819,6 +833,12 @@ TEST_CASE("each object's verdict: what it has, or why not and what to do", "[doc
 	CHECK(hte_doc_obj_verdict(&o, &e, out, sizeof(out), fix, sizeof(fix)) == HTE_DOC_WARN);
 	CHECK(contains(out, "preload is not loaded"));
 	CHECK(std::string(fix) == "hugetext run -- /usr/bin/node");
+	// A library: the program that loads it.
+	o.is_program = 0;
+	std::snprintf(o.program, sizeof(o.program), "/usr/bin/clang");
+	CHECK(hte_doc_obj_verdict(&o, &e, out, sizeof(out), fix, sizeof(fix)) == HTE_DOC_WARN);
+	CHECK(std::string(fix) == "hugetext run -- /usr/bin/clang ...   # the program that loads it");
+	o.is_program = 1;
 	o.with_preload = 1;
 	o.aligned = 1;
 	// Aligned, the file system has folios, a service runs: it warms it later.
