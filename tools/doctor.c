@@ -594,6 +594,8 @@ static int gather(struct doctor *g)
 		check_pagemap(g);
 		calib_rc = run_calib(g, from, sizeof(from));
 		check_cpu(g, calib_rc, from);
+		/* Not root: others' processes, unread, may have it; root's unread ones are a sandbox's init and the like. */
+		g->preload.unread = g->d.as_root ? 0 : g->d.procs_unread;
 		hte_doc_preload_check(&g->d, &g->preload);
 		hte_doc_policy_check(&g->d, g->config, g->conf_rc, g->conf_err, g->conf, g->pool_free);
 		check_service(g);

@@ -208,6 +208,7 @@ struct hte_doc_preload {
 	char install[512];        /* the preload found on this machine (for the fix), "" none */
 	unsigned procs_with;      /* running processes with the preload loaded */
 	unsigned procs_big, big_with; /* processes with big code; of them with the preload */
+	unsigned unread;          /* processes whose maps could not be read (not root) */
 };
 void hte_doc_preload_check(struct hte_doctor *d, const struct hte_doc_preload *p);
 

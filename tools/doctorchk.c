@@ -524,6 +524,10 @@ void hte_doc_preload_check(struct hte_doctor *d, const struct hte_doc_preload *p
 			    "preload: not in /etc/ld.so.preload; in %u running process%s (hugetext run, "
 			    "LD_PRELOAD), %u of %u with big code", p->procs_with, p->procs_with == 1 ? "" : "es",
 			    p->big_with, p->procs_big);
+	else if (p->unread)
+		hte_doc_add(d, HTE_DOC_HUGETEXT, HTE_DOC_WARN, "preload", "", fix,
+			    "preload: in none of the processes read%s; %u could not be read (run as root)",
+			    p->ours[0] ? " (/etc/ld.so.preload names it, but the file is missing)" : "", p->unread);
 	else
 		hte_doc_add(d, HTE_DOC_HUGETEXT, HTE_DOC_WARN, "preload", "", fix,
 			    "preload: in no running process%s: hugetext moves nothing yet",

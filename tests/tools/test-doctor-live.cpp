@@ -575,6 +575,31 @@ TEST_CASE("the preload in /etc/ld.so.preload, beside a name that is no file", "[
 	CHECK(m.fix.find("/etc/ld.so.preload") != std::string::npos);
 }
 
+TEST_CASE("run by another user: what it cannot read is said, this boot's calibration is root's", "[doctor][live]")
+{
+	if (!have_program("setpriv")) {
+		WARN("setpriv is missing: not checked");
+		return;
+	}
+	clear_run_dir();
+	seed_calibration(HTE_CALIB_HUGE_GAINS, "seeded for everyone");
+	// A copy nobody can reach: the build may be in root's home (mode 700).
+	world_dir w;
+	std::string t = w.put(tool_path());
+	REQUIRE(!t.empty());
+	run_result r = run_cmd({ "setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", t, "doctor" });
+	INFO(r.out << r.err);
+	CHECK((r.status == 0 || r.status == 1));
+	CHECK(r.out.find("not readable: run as root)") != std::string::npos);
+	CHECK(r.out.find("could not be read (run as root)") != std::string::npos);
+	CHECK(r.out.find("calibration (this boot's): 2 MiB pages of code gain here: seeded for everyone") !=
+	      std::string::npos);
+	// It wrote nothing of its own where root keeps the calibration.
+	struct stat st;
+	REQUIRE(stat(HTE_CALIB_PATH, &st) == 0);
+	CHECK(st.st_uid == 0);
+}
+
 TEST_CASE("usage errors exit 2; --help exits 0", "[doctor][live]")
 {
 	run_result r = tool({ "doctor", "--frobnicate" });

@@ -371,6 +371,15 @@ TEST_CASE("the preload line: in ld.so.preload, by hand, nowhere, or naming a mis
 		CHECK(d.line("preload").level == HTE_DOC_WARN);
 		CHECK(contains(d.line("preload").fix, "echo /usr/lib/x86_64-linux-gnu/libhugetext-preload.so >> /etc/ld.so.preload"));
 		CHECK(contains(d.line("preload").fix, "hugetext run -- "));
+		CHECK(contains(d.line("preload").text, "in no running process"));
+	}
+	{
+		// Not root: what it could not read may have it.
+		doc d;
+		p.unread = 31;
+		hte_doc_preload_check(&d.d, &p);
+		CHECK(contains(d.line("preload").text, "31 could not be read (run as root)"));
+		p.unread = 0;
 	}
 	{
 		doc d;
