@@ -252,6 +252,16 @@ int hte_doc_fs_folios(const char *type, const char *opts, int kmaj, int kmin, ui
 		snprintf(how, len, "tmpfs %s", on ? "with huge=" : "without huge=always or within_size");
 		return on;
 	}
+	/*
+	 * A container's files: their page cache is the layer's below, but
+	 * overlayfs places mappings without the 2 MiB hook (docs/kernels.md,
+	 * "Where code loads") and the library reads back on ext4 and XFS only.
+	 */
+	if (strcmp(type, "overlay") == 0) {
+		snprintf(how, len, "overlay places code off the 2 MiB grid, and the library makes them on ext4 "
+			 "and XFS only");
+		return 0;
+	}
 	snprintf(how, len, "the library makes them on ext4 and XFS only");
 	return 0;
 }

@@ -182,7 +182,8 @@ TEST_CASE("the page cache's 2 MiB folios: ext4 from 6.16, XFS from 5.18, tmpfs b
 	CHECK(hte_doc_fs_folios("xfs", "rw", 5, 15, 0, how, sizeof(how)) == 0);
 	CHECK(hte_doc_fs_folios("btrfs", "rw", 6, 18, 0, how, sizeof(how)) == 0);
 	CHECK(contains(how, "ext4 and XFS only"));
-	CHECK(hte_doc_fs_folios("overlay", "rw", 6, 18, 0, how, sizeof(how)) == 0);
+	CHECK(hte_doc_fs_folios("overlay", "rw,lowerdir=/a,upperdir=/b", 6, 18, 0, how, sizeof(how)) == 0);
+	CHECK(contains(how, "off the 2 MiB grid"));
 	CHECK(hte_doc_fs_folios("tmpfs", "rw,size=1g,huge=within_size", 6, 1, 0, how, sizeof(how)) == 1);
 	CHECK(hte_doc_fs_folios("tmpfs", "rw,huge=always", 6, 1, 0, how, sizeof(how)) == 1);
 	CHECK(hte_doc_fs_folios("tmpfs", "rw,huge=advise", 6, 1, 0, how, sizeof(how)) == 0);
