@@ -378,6 +378,24 @@ static int preload_mapped(const char *buf, size_t len)
 	return 0;
 }
 
+/* "node 4242, postgres 17": the first three processes with the preload. */
+static void name_preloaded(struct hte_doc_preload *pl, long pid)
+{
+	char path[64], comm[32];
+	size_t n = strlen(pl->which);
+	ssize_t got;
+
+	if (pl->procs_with > 3)
+		return;
+	snprintf(path, sizeof(path), "/proc/%ld/comm", pid);
+	got = ht_sys_read_file_into(path, comm, sizeof(comm) - 1);
+	if (got <= 0)
+		snprintf(comm, sizeof(comm), "?");
+	else
+		comm[got - (comm[got - 1] == '\n')] = '\0';
+	snprintf(pl->which + n, sizeof(pl->which) - n, "%s%s %ld", n ? ", " : "", comm, pid);
+}
+
 static void proc_facts(long pid, struct hte_doc_proc *p)
 {
 	char path[64], buf[4096];
@@ -434,6 +452,8 @@ static int read_proc(struct doctor *g, long pid)
 	g->d.procs_read++;
 	p.preload = preload_mapped(buf, len);
 	g->preload.procs_with += p.preload;
+	if (p.preload)
+		name_preloaded(&g->preload, pid);
 	if (sum.code >= g->d.min_code) {
 		g->preload.procs_big++;
 		g->preload.big_with += p.preload;

@@ -209,6 +209,7 @@ struct hte_doc_preload {
 	unsigned procs_with;      /* running processes with the preload loaded */
 	unsigned procs_big, big_with; /* processes with big code; of them with the preload */
 	unsigned unread;          /* processes whose maps could not be read (not root) */
+	char which[160];          /* a few of those with it: "node 4242, postgres 17", "" none */
 };
 void hte_doc_preload_check(struct hte_doctor *d, const struct hte_doc_preload *p);
 

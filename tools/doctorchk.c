@@ -523,16 +523,18 @@ void hte_doc_preload_check(struct hte_doctor *d, const struct hte_doc_preload *p
 	if (p->ours[0] && p->ours_exists) {
 		hte_doc_add(d, HTE_DOC_HUGETEXT, HTE_DOC_OK, "preload", p->ours, NULL,
 			    "preload: in /etc/ld.so.preload (%s); in %u running process%s, %u of %u with "
-			    "big code", p->ours, p->procs_with, p->procs_with == 1 ? "" : "es", p->big_with,
-			    p->procs_big);
+			    "big code%s%s%s%s", p->ours, p->procs_with, p->procs_with == 1 ? "" : "es", p->big_with,
+			    p->procs_big, p->which[0] ? " (" : "", p->which, p->procs_with > 3 ? ", ..." : "",
+			    p->which[0] ? ")" : "");
 		return;
 	}
 	snprintf(fix, sizeof(fix), "hugetext run -- PROGRAM   # one program\necho %s >> /etc/ld.so.preload"
 		 "   # every program", lib);
 	if (p->procs_with)
 		hte_doc_add(d, HTE_DOC_HUGETEXT, HTE_DOC_NOTE, "preload", "", fix,
-			    "preload: not in /etc/ld.so.preload; in %u running process%s (hugetext run, "
-			    "LD_PRELOAD), %u of %u with big code", p->procs_with, p->procs_with == 1 ? "" : "es",
+			    "preload: not in /etc/ld.so.preload; in %u running process%s (%s%s), %u of %u with "
+			    "big code", p->procs_with, p->procs_with == 1 ? "" : "es",
+			    p->which[0] ? p->which : "hugetext run, LD_PRELOAD", p->procs_with > 3 ? ", ..." : "",
 			    p->big_with, p->procs_big);
 	else if (p->unread)
 		hte_doc_add(d, HTE_DOC_HUGETEXT, HTE_DOC_WARN, "preload", "", fix,

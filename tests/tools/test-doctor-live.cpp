@@ -569,6 +569,7 @@ TEST_CASE("the preload in /etc/ld.so.preload, beside a name that is no file", "[
 	CHECK(p.value == preload);
 	// The doctor itself runs with it now: one process at least.
 	CHECK(p.text.find("in 0 running") == std::string::npos);
+	CHECK(p.text.find("hugetext ") != std::string::npos); // the doctor itself, named with its pid
 	check_line m = d.one("preload_missing");
 	CHECK(m.level == "warn");
 	CHECK(m.value == "/nonexistent/libgone.so");

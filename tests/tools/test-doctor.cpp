@@ -387,9 +387,11 @@ TEST_CASE("the preload line: in ld.so.preload, by hand, nowhere, or naming a mis
 		p.procs_with = 2;
 		p.procs_big = 3;
 		p.big_with = 1;
+		std::snprintf(p.which, sizeof(p.which), "node 4242, bash 17");
 		hte_doc_preload_check(&d.d, &p);
 		CHECK(d.line("preload").level == HTE_DOC_NOTE);
-		CHECK(contains(d.line("preload").text, "1 of 3 with big code"));
+		CHECK(contains(d.line("preload").text, "in 2 running processes (node 4242, bash 17), 1 of 3 with big code"));
+		p.which[0] = '\0';
 	}
 	{
 		doc d;
@@ -1032,4 +1034,77 @@ TEST_CASE("names from others reach neither the terminal's escapes nor broken JSO
 	json_object *o = json_tokener_parse(js.c_str());
 	CHECK(o);
 	json_object_put(o);
+}
+
+TEST_CASE("every warning and block, of every check, says what to do", "[doctor]")
+{
+	doc d;
+	for (const char *en : { "always madvise [never]", "[weird]" }) {
+		hte_doc_thp t = thp(en);
+		t.shmem = "always within_size advise never [deny] force";
+		hte_doc_thp_check(&d.d, &t);
+	}
+	hte_doc_thp t = thp("always [madvise] never");
+	t.pmd_enabled = "always inherit madvise [never]";
+	hte_doc_thp_check(&d.d, &t);
+	t = thp(nullptr);
+	hte_doc_thp_check(&d.d, &t);
+	hte_doc_pagesize_check(&d.d, 65536);
+	hte_doc_fs fs{};
+	std::snprintf(fs.type, sizeof(fs.type), "btrfs");
+	hte_doc_fs_check(&d.d, &fs, 6, 18, 0);
+	hte_doc_multihit_check(&d.d, "Not affected", 1, "GenuineIntel", nullptr, HTE_CALIB_NO_GAIN);
+	hte_calib c{};
+	for (auto v : { HTE_CALIB_NO_GAIN, HTE_CALIB_NO_HUGE, HTE_CALIB_UNKNOWN }) {
+		c.verdict = v;
+		hte_doc_calib_check(&d.d, 0, &c, "");
+	}
+	hte_doc_calib_check(&d.d, -1, &c, "");
+	hte_doc_preload p{};
+	std::snprintf(p.missing, sizeof(p.missing), "/gone.so");
+	hte_doc_preload_check(&d.d, &p);
+	ht_conf *conf = (ht_conf *)calloc(1, sizeof(ht_conf));
+	REQUIRE(conf);
+	char err[256];
+	std::string text = "mode = off\nnope = 1\n";
+	REQUIRE(ht_conf_parse(text.data(), text.size(), conf, err, sizeof(err)) == 0);
+	hte_doc_policy_check(&d.d, "/etc/hugetext.conf", 0, "", conf, 0);
+	text = "mode = explicit\n";
+	REQUIRE(ht_conf_parse(text.data(), text.size(), conf, err, sizeof(err)) == 0);
+	hte_doc_policy_check(&d.d, "/etc/hugetext.conf", 0, "", conf, 0);
+	hte_doc_policy_check(&d.d, "/etc/hugetext.conf", -EPERM, "x: a symbolic link: ignored", conf, 0);
+	hte_doc_policy_check(&d.d, "/etc/hugetext.conf", -EINVAL, "x: line 1: bad", conf, 0);
+	hte_doc_policy_check(&d.d, "/etc/hugetext.conf", -EIO, "", conf, 0);
+	free(conf);
+	hte_doc_service_in in{};
+	for (int state : { 0, -1, -2 }) {
+		in.state = state;
+		in.state_refusal = "a symbolic link";
+		hte_doc_service_check(&d.d, &in);
+	}
+	in.state = 1;
+	in.s.pid = 5;
+	hte_doc_service_check(&d.d, &in);
+	in.dir_refusal = "a symbolic link";
+	hte_doc_service_check(&d.d, &in);
+	hte_doc_cache cache{};
+	cache.needed = 1;
+	hte_doc_cache_check(&d.d, &cache);
+	cache.mounted = 1;
+	std::snprintf(cache.type, sizeof(cache.type), "ext4");
+	hte_doc_cache_check(&d.d, &cache);
+	std::snprintf(cache.type, sizeof(cache.type), "tmpfs");
+	std::snprintf(cache.opts, sizeof(cache.opts), "huge=within_size");
+	hte_doc_cache_check(&d.d, &cache);
+	unsigned problems = 0;
+	for (size_t i = 0; i < d.d.nlines; i++) {
+		const hte_doc_line &l = d.d.lines[i];
+		INFO(l.id << ": " << l.text);
+		if (l.level >= HTE_DOC_WARN) {
+			problems++;
+			CHECK(l.fix[0] != '\0');
+		}
+	}
+	CHECK(problems >= 20);
+	CHECK(d.d.nlines < HTE_DOC_MAX_LINES);
 }
