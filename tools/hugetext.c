@@ -22,8 +22,8 @@ static const struct {
 	{ "warm", hte_cmd_warm, "hugetext warm" },
 	{ "setup", hte_cmd_setup, "hugetext setup" },
 	{ "status", hte_cmd_status, "hugetext status" },
-	{ "serve", hte_cmd_serve, "hugetext serve" },
 	{ "doctor", hte_cmd_doctor, "hugetext doctor" },
+	{ "serve", hte_cmd_serve, "hugetext serve" },
 };
 
 static void usage(FILE *f)
@@ -52,12 +52,12 @@ static void usage(FILE *f)
 	      "  status [--json | --prometheus] [--min-code SIZE]\n"
 	      "        every process with code worth moving, how much of it is on huge\n"
 	      "        pages and how; the machine's pools and mounts\n"
-	      "  serve [--socket PATH] [--state PATH]\n"
-	      "        the text service: warm or cache the code the preload's processes\n"
-	      "        offer, so that their later starts map it huge with no copy\n"
 	      "  doctor [--json] [--calibrate]\n"
 	      "        what on this machine stands in the way of huge pages for code,\n"
 	      "        and what to do\n"
+	      "  serve [--socket PATH] [--state PATH]\n"
+	      "        the text service: warm or cache the code the preload's processes\n"
+	      "        offer, so that their later starts map it huge with no copy\n"
 	      "\n"
 	      "'hugetext COMMAND --help' shows a command's options; man hugetext(1) has more.\n",
 	      f);
