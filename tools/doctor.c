@@ -40,6 +40,8 @@
 #define DOCTOR_EXIT_CANNOT 3
 #define CALIB_SECONDS 3.0
 #define MAX_MOUNTS 512
+/* The service's state file: its logs and clients take tens of KiB; more is not its. */
+#define STATE_MAX (1 << 20)
 
 static const char doctor_usage[] =
 	"usage: hugetext doctor [--json] [--calibrate] [--config FILE]\n"
@@ -150,16 +152,16 @@ static int read_state(int run_fd, struct hte_doc_service *s, const char **why)
 		*why = errno == ELOOP ? "a symbolic link" : "unreadable";
 		return -2;
 	}
-	if (fstat(fd, &st) < 0 || (*why = hte_doc_file_distrust(&st)) || st.st_size > 65536) {
+	if (fstat(fd, &st) < 0 || (*why = hte_doc_file_distrust(&st)) || st.st_size > STATE_MAX) {
 		if (!*why)
-			*why = "larger than 64 KiB";
+			*why = "larger than 1 MiB";
 		close(fd);
 		return -2;
 	}
-	buf = malloc(65537);
-	n = buf ? read(fd, buf, 65537) : -1;
+	buf = malloc(STATE_MAX + 1);
+	n = buf ? ht_sys_pread_full(fd, buf, STATE_MAX + 1, 0) : -1;
 	close(fd);
-	rc = n > 0 && n <= 65536 && hte_doc_service_parse(buf, (size_t)n, s) == 0 ? 1 : -1;
+	rc = n > 0 && n <= STATE_MAX && hte_doc_service_parse(buf, (size_t)n, s) == 0 ? 1 : -1;
 	free(buf);
 	return rc;
 }

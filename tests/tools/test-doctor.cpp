@@ -537,6 +537,16 @@ TEST_CASE("the service's state file is parsed; anything else is refused whole", 
 		CHECK(hte_doc_service_parse(bad.data(), bad.size(), &s) == -1);
 		CHECK(s.pid == 0);
 	}
+	// A newer service's keys beside them (clients, links, budgets) are left alone.
+	std::string newer = "{\"pid\":9,\"socket\":\"/run/hugetext/service.sock\",\"cache_used\":0,\"offers\":2,"
+			    "\"pending\":0,\"warms\":1,\"gate\":\"\",\"warmed_total\":1,\"warmed\":[\"a\"],"
+			    "\"filled_total\":0,\"filled\":[],\"linked_total\":0,\"linked\":[],\"evicted_total\":0,"
+			    "\"evicted\":[],\"refused_total\":1,\"refused\":[\"b\"],\"clients\":[{\"client\":\"uid 0\","
+			    "\"offers\":2,\"shut_out\":false}]}\n";
+	REQUIRE(hte_doc_service_parse(newer.data(), newer.size(), &s) == 0);
+	CHECK(s.pid == 9);
+	CHECK(s.refused == 1);
+	CHECK(std::string(s.last_refused[0]) == "b");
 	// The smallest state the service can write.
 	std::string least = "{\"pid\":5,\"offers\":0,\"warmed_total\":0,\"filled_total\":0,\"evicted_total\":0,"
 			    "\"refused_total\":0}";
