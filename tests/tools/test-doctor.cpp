@@ -1118,3 +1118,49 @@ TEST_CASE("every warning and block, of every check, says what to do", "[doctor]"
 	CHECK(problems >= 20);
 	CHECK(d.d.nlines < HTE_DOC_MAX_LINES);
 }
+
+TEST_CASE("the parsers of others' text take mutated input without a crash", "[doctor]")
+{
+	// Deterministic: the same 3000 mutations every run (an ASan build checks the reads).
+	unsigned long long x = 0x9e3779b97f4a7c15ull;
+	auto next = [&x]() { x ^= x << 13; x ^= x >> 7; x ^= x << 17; return x; };
+	status_holder s;
+	const std::string seeds[] = {
+		std::string(state_json), smaps_a, smaps_b,
+		"29 1 254:1 / / rw,relatime shared:1 - ext4 /dev/vda1 rw,errors=remount-ro",
+		"4242 (my (odd) name) S 1 4242 4242 0 -1 4194560 100 0 0 0 250 50 0 0 20 0 1 0 1000 0 0",
+		"Name:\tnode\nThreads:\t11\nTHP_enabled:\t0\n",
+		"/usr/lib/x86_64-linux-gnu/libhugetext-preload.so /opt/a.so:/opt/b.so\n",
+	};
+	size_t parsed = 0;
+	for (int round = 0; round < 3000; round++) {
+		const std::string &seed = seeds[round % (sizeof(seeds) / sizeof(seeds[0]))];
+		std::string m = seed;
+		for (unsigned k = 0, n = 1 + next() % 8; k < n && !m.empty(); k++) {
+			size_t at = next() % m.size();
+			switch (next() % 4) {
+			case 0: m[at] = (char)next(); break;
+			case 1: m.erase(at, next() % 16); break;
+			case 2: m.insert(at, std::string(next() % 4, "\n :-(){}\"\\\0"[next() % 11])); break;
+			default: m.resize(at); break;
+			}
+		}
+		hte_doc_service sv;
+		parsed += hte_doc_service_parse(m.data(), m.size(), &sv) == 0;
+		unsigned ma, mi;
+		char mnt[256], type[32], opts[256];
+		hte_doc_mountinfo_line(m.data(), m.size(), &ma, &mi, mnt, sizeof(mnt), type, sizeof(type), opts,
+				       sizeof(opts));
+		hte_doc_stat_ticks(m.data(), m.size());
+		hte_doc_proc p{};
+		hte_doc_proc_status(m.data(), m.size(), &p);
+		hte_doc_is_serve(m.data(), m.size());
+		hte_doc_is_preload(m.data(), m.size());
+		char e[8][512];
+		CHECK(hte_doc_preload_entries(m.data(), m.size(), e, 8) <= 8);
+		doc d;
+		CHECK(hte_doc_add_smaps(&d.d, m.data(), m.size(), &s.st, &p) == 0);
+	}
+	// Some mutations keep the state file valid (a changed letter in a string): the parser did run.
+	CHECK(parsed > 0);
+}
