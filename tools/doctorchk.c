@@ -738,6 +738,11 @@ void hte_doc_service_check(struct hte_doctor *d, const struct hte_doc_service_in
 		    "text service: %s (pid %ld): %ld offer%s; %ld warmed, %ld filled, %ld evicted, %ld refused",
 		    in->running ? "running" : "not running; its state file",
 		    s->pid, s->offers, s->offers == 1 ? "" : "s", s->warmed, s->filled, s->evicted, s->refused);
+	if (s->last_warmed[0] || s->last_filled[0])
+		hte_doc_add(d, HTE_DOC_HUGETEXT, HTE_DOC_NOTE, "service_last", "", NULL, "text service: last %s%s%s%s%s",
+			    s->last_warmed[0] ? "warmed: " : "", s->last_warmed,
+			    s->last_warmed[0] && s->last_filled[0] ? "; last " : "",
+			    s->last_filled[0] ? "filled: " : "", s->last_filled);
 	if (s->nrefused)
 		hte_doc_add(d, HTE_DOC_HUGETEXT, HTE_DOC_NOTE, "service_refused", s->last_refused[s->nrefused - 1],
 			    NULL, "text service: last refusal: %s", s->last_refused[s->nrefused - 1]);

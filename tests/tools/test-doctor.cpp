@@ -576,6 +576,8 @@ TEST_CASE("the service line: running, stopped, absent, socket-activated, garbage
 		CHECK(d.line("service").level == HTE_DOC_OK);
 		CHECK(contains(d.line("service").text, "pid 4321"));
 		CHECK(contains(d.line("service").text, "7 offers"));
+		CHECK(std::string(d.line("service_last").text) ==
+		      "text service: last warmed: /usr/lib/libLLVM-14.so.1 96.0 MiB; last filled: /usr/bin/x 2.0 MiB for uid 0");
 		CHECK(d.line("service_refused").level == HTE_DOC_NOTE);
 		CHECK(contains(d.line("service_refused").text, "owned by uid 1000"));
 	}
