@@ -817,11 +817,12 @@ void hte_doc_calib_check(struct hte_doctor *d, int rc, const struct hte_calib *c
 			    "calibration (%s): 2 MiB pages of code gain here: %s", src, c->why);
 		break;
 	case HTE_CALIB_NO_GAIN:
+		/* One run on a busy machine can say so too: measuring again comes first. */
 		hte_doc_add(d, HTE_DOC_CPU, HTE_DOC_BLOCK, "calibration", "no_gain",
-			    "a host that backs guest memory with huge pages (Intel: nx_huge_pages=never), then: "
-			    "hugetext doctor --calibrate",
-			    "calibration (%s): 2 MiB pages of code gain nothing here (the host gives no large "
-			    "translations): %s", src, c->why);
+			    d->guest > 0 ? "hugetext doctor --calibrate   # again, on a quiet machine\n"
+			    "on the host: back the guest's memory with huge pages (Intel: kvm nx_huge_pages=never)" :
+			    "hugetext doctor --calibrate   # again, on a quiet machine",
+			    "calibration (%s): 2 MiB pages of code gain nothing here: %s", src, c->why);
 		break;
 	case HTE_CALIB_NO_HUGE:
 		hte_doc_add(d, HTE_DOC_CPU, HTE_DOC_BLOCK, "calibration", "no_huge", again,

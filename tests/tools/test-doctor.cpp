@@ -686,6 +686,14 @@ TEST_CASE("the calibration's verdict in plain words; no gain and no huge pages b
 		if (l.level != HTE_DOC_OK)
 			CHECK(contains(l.fix, "--calibrate"));
 	}
+	{
+		// In a guest the host's part comes second.
+		doc g;
+		g.d.guest = 1;
+		c.verdict = HTE_CALIB_NO_GAIN;
+		hte_doc_calib_check(&g.d, 0, &c, "");
+		CHECK(contains(g.line("calibration").fix, "--calibrate   # again, on a quiet machine\non the host:"));
+	}
 	doc d;
 	std::snprintf(c.why, sizeof(c.why), "no CPU to pin to");
 	hte_doc_calib_check(&d.d, -1, &c, "");
