@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "doctor.h"
 #include "hugetext.h"
 #include "serve.h"
 #include "setup.h"
@@ -21,6 +22,7 @@ static const struct {
 	{ "warm", hte_cmd_warm, "hugetext warm" },
 	{ "setup", hte_cmd_setup, "hugetext setup" },
 	{ "status", hte_cmd_status, "hugetext status" },
+	{ "doctor", hte_cmd_doctor, "hugetext doctor" },
 	{ "serve", hte_cmd_serve, "hugetext serve" },
 };
 
@@ -50,6 +52,9 @@ static void usage(FILE *f)
 	      "  status [--json | --prometheus] [--min-code SIZE]\n"
 	      "        every process with code worth moving, how much of it is on huge\n"
 	      "        pages and how; the machine's pools and mounts\n"
+	      "  doctor [--json] [--calibrate]\n"
+	      "        what on this machine stands in the way of huge pages for code,\n"
+	      "        and what to do\n"
 	      "  serve [--socket PATH] [--state PATH]\n"
 	      "        the text service: warm or cache the code the preload's processes\n"
 	      "        offer, so that their later starts map it huge with no copy\n"
