@@ -160,5 +160,5 @@ void hte_footprint_estimate(const struct hte_footprint *f, const struct hte_itlb
 		at = put(out->text, len, at, ". A miss costs about %.0f ns here (calibration)",
 			 cal->walk_ns_per_page);
 	put(out->text, len, at,
-	    ". How often it misses is what counters tell; the timing above tells whether it matters");
+	    ". How often it misses is what counters tell; the timings tell whether it matters");
 }
