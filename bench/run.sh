@@ -8,6 +8,8 @@
 #                                remap, startup, itlb, memory, real,
 #                                small (programs with nothing to move),
 #                                clang (clang 14 compiling LLVM's headers),
+#                                measure (hugetext measure on node -e and on
+#                                that compile),
 #                                servers (PostgreSQL, MariaDB, a Node HTTP
 #                                server under pgbench, sysbench and wrk; only
 #                                with --only: about 35 minutes, 6 with --quick)
@@ -31,7 +33,7 @@ while [ $# -gt 0 ]; do
 	--quick) MODE=(--quick) ;;
 	--only) ONLY=$2; shift ;;
 	--report-only) REPORT_ONLY=1 ;;
-	-h|--help) sed -n '2,21p' "$0"; exit 0 ;;
+	-h|--help) sed -n '2,23p' "$0"; exit 0 ;;
 	*) echo "unknown argument: $1" >&2; exit 2 ;;
 	esac
 	shift
@@ -131,4 +133,5 @@ elif [ $REPORT_ONLY = 1 ] && [ ! -f "$RESULTS" ] && [ -f docs/benchmarks.json ];
 fi
 
 say "report"
-/usr/bin/python3 bench/report.py "$RESULTS" docs/benchmarks.md docs/plots
+# The paired columns go through the command's own statistics (hugetext measure --stats).
+BENCH_HUGETEXT=$BUILD/tools/hugetext /usr/bin/python3 bench/report.py "$RESULTS" docs/benchmarks.md docs/plots
