@@ -13,6 +13,8 @@
 
 #include "calibrate.h"
 #include "tooltest.hpp"
+// arm64's generated node, checked on any machine (only its pure encoder is used).
+#include "../../tools/arch/aarch64/tool-arch.h"
 
 namespace {
 
@@ -217,4 +219,24 @@ TEST_CASE("the calibration is kept per boot in root's file, others' files are no
 	CHECK(std::string(again.why) == "forged");
 	REQUIRE(hte_calib_get(&again, 1, 0.5) == 0);
 	CHECK(std::string(again.why) != "forged");
+}
+
+TEST_CASE("arm64's calibration node: subs, b.ne over the ret, and a b that reaches the next node", "[calibrate]")
+{
+	alignas(16) unsigned char mem[64 << 10] = {};
+	uint32_t w[4];
+	// Forward 40 KiB, then backward: imm26 counts words from the b itself (node + 12).
+	hte_arch_node(mem, mem + 40960);
+	std::memcpy(w, mem, sizeof(w));
+	CHECK(w[0] == 0xf1000400u); // subs x0, x0, #1
+	CHECK(w[1] == 0x54000041u); // b.ne .+8
+	CHECK(w[2] == 0xd65f03c0u); // ret
+	CHECK((w[3] >> 26) == 0x05u); // b
+	CHECK((w[3] & 0x03ffffffu) == (40960u - 12) / 4);
+	hte_arch_node(mem + 40960, mem + 64);
+	std::memcpy(w, mem + 40960, sizeof(w));
+	int32_t imm = (int32_t)((w[3] & 0x03ffffffu) << 6) >> 6;
+	CHECK(imm * 4 == 64 - (40960 + 12));
+	CHECK(HTE_ARCH_NODE_BYTES == 16);
+	CHECK(HTE_ARCH_NODE_REACH == (uint64_t)1 << 27);
 }

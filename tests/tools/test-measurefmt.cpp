@@ -83,6 +83,8 @@ hte_measure *fixture()
 			var->runs[r].cpu = 0.4 * drift * own * speed;
 			for (double &x : var->runs[r].counts)
 				x = -1;
+			if (v == 2)
+				var->runs[r].rep = parse("{\"status\":\"ok\",\"huge_bytes\":27262976}\n");
 		}
 		var->nruns = 12;
 	}
@@ -104,17 +106,20 @@ TEST_CASE("report lines: ok, kept, copied, cache hits, failures, deferred copies
 		"{\"pid\":1,\"object\":\"/c\",\"status\":\"skipped\",\"error\":\"a private copy would not pay yet: "
 		"deferred until the process has run long enough\",\"cache\":\"offered\"}\n"
 		"{\"pid\":1,\"object\":\"/d\",\"status\":\"failed\",\"error\":\"no huge pages\",\"warmed_bytes\":4096}\n"
+		"{\"object\":\"/e\",\"status\":\"skipped\",\"huge_bytes\":2097152,\"kept_bytes\":2097152,"
+		"\"error\":\"a private copy would not pay yet: deferred\"}\n"
 		"not json\n"
 		"{\"status\":\"ok\",\"huge_bytes\":-5}\n"
 		"[1,2]\n"
 		"\n");
-	CHECK(r.lines == 5);
+	CHECK(r.lines == 6);
 	CHECK(r.ok == 3);
 	CHECK(r.failed == 1);
-	CHECK(r.deferred == 1);
+	CHECK(r.deferred == 2);
 	CHECK(r.offered == 1);
-	CHECK(r.huge == 6u << 20);
-	CHECK(r.kept == 2u << 20);
+	// /e was skipped for its deferred copy, but kept 2 MiB of the kernel's pages.
+	CHECK(r.huge == 8u << 20);
+	CHECK(r.kept == 4u << 20);
 	CHECK(r.copied == 2u << 20); // /a's 2 MiB not kept; /b is a hit, nothing copied
 	CHECK(r.warmed == 4096);
 	CHECK(std::string(r.cache) == "hit");
@@ -150,6 +155,7 @@ TEST_CASE("the text for people: every figure, its interval and the decision (gol
 	CHECK(golden_diff("measure.txt", t) == "");
 	CHECK(t.find("time 0.900x plain's (95%: ") != std::string::npos);
 	CHECK(t.find(": faster, decided at 12 runs") != std::string::npos);
+	CHECK(t.find("its 12 timed runs' reports: 26.0 MiB huge, 26.0 MiB copied (medians)") != std::string::npos);
 	CHECK(t.find("the same within 2%") != std::string::npos);
 	// Undecided says so, with the rounds.
 	m->var[1].wall.decision = HTE_UNDECIDED;
