@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <random>
 #include <cstring>
 #include <string>
 #include <sys/stat.h>
@@ -239,4 +240,69 @@ TEST_CASE("arm64's calibration node: subs, b.ne over the ret, and a b that reach
 	CHECK(imm * 4 == 64 - (40960 + 12));
 	CHECK(HTE_ARCH_NODE_BYTES == 16);
 	CHECK(HTE_ARCH_NODE_REACH == (uint64_t)1 << 27);
+}
+
+namespace {
+
+// Made-up rounds: ns per jump of dense, 16 MiB and 80 MiB on 4 KiB and 2 MiB
+// pages, each with a little noise that differs from round to round.
+hte_calib judged(double dense, double far4, double far2, unsigned n = 40, double noise = 0.01,
+		 bool huge = true)
+{
+	static double v[HTE_CALIB_LAYOUTS][2][400];
+	const double *ns[HTE_CALIB_LAYOUTS][2];
+	double base[HTE_CALIB_LAYOUTS][2] = { { dense, dense }, { far4 * 0.9, far2 * 0.9 }, { far4, far2 } };
+	std::mt19937 rng(7);
+	std::normal_distribution<double> z(0, noise);
+	for (unsigned l = 0; l < HTE_CALIB_LAYOUTS; l++)
+		for (int h = 0; h < 2; h++) {
+			for (unsigned i = 0; i < n; i++)
+				v[l][h][i] = base[l][h] * std::exp(z(rng));
+			ns[l][h] = v[l][h];
+		}
+	int ok[HTE_CALIB_LAYOUTS] = { 1, huge, huge };
+	hte_calib c = {};
+	REQUIRE(hte_calib_judge(&c, n, ns, ok) == 0);
+	return c;
+}
+
+} // namespace
+
+TEST_CASE("the verdicts, from made-up rounds: large translations, shorter walks, none, no huge pages", "[calibrate]")
+{
+	// 2 MiB pages as fast as the dense layout: the TLB holds them.
+	hte_calib c = judged(2.0, 40.0, 2.2);
+	CHECK(c.verdict == HTE_CALIB_HUGE_GAINS);
+	INFO(c.why);
+	CHECK(std::string(c.why).find("and 2 MiB pages take 99% of that away") != std::string::npos);
+	CHECK(c.walk_ns_per_page == Approx(38.0).epsilon(0.02));
+	CHECK(c.rounds == 40);
+	CHECK(c.point[2].ratio == Approx(40.0 / 2.2).epsilon(0.02));
+	// Faster, but keeping most of a miss's cost: walks shorter, translations small.
+	c = judged(2.0, 40.0, 28.0);
+	CHECK(c.verdict == HTE_CALIB_HUGE_GAINS);
+	CHECK(std::string(c.why).find("shorter walks, few large translations") != std::string::npos);
+	// On huge pages and no faster: the host gives no large translations, said so with the figures.
+	c = judged(2.0, 40.0, 40.0);
+	CHECK(c.verdict == HTE_CALIB_NO_GAIN);
+	CHECK(std::string(c.why).find("this machine (typically its hypervisor) gives no large translations for code") !=
+	      std::string::npos);
+	CHECK(std::string(c.why).find("1.00x as fast") != std::string::npos);
+	CHECK(std::string(c.why).find("costs 38.0 ns") != std::string::npos);
+	// Misses that cost nothing: nothing for huge pages to take away.
+	c = judged(2.0, 2.02, 2.0);
+	CHECK(c.verdict == HTE_CALIB_NO_GAIN);
+	CHECK(std::string(c.why).find("costs nothing measurable here") != std::string::npos);
+	// The 2 MiB runs not on huge pages: nothing compared.
+	c = judged(2.0, 40.0, 2.2, 40, 0.01, false);
+	CHECK(c.verdict == HTE_CALIB_NO_HUGE);
+	// Too noisy to tell.
+	c = judged(2.0, 40.0, 36.0, 12, 0.5);
+	INFO(c.why);
+	CHECK(c.verdict == HTE_CALIB_UNKNOWN);
+	CHECK(std::string(c.why).find("not decided") == 0);
+	// Too few rounds for an interval.
+	c = judged(2.0, 40.0, 2.2, 4);
+	CHECK(c.verdict == HTE_CALIB_UNKNOWN);
+	CHECK(std::string(c.why).find("too few rounds") != std::string::npos);
 }
