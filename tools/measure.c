@@ -104,6 +104,7 @@ struct ctx {
 	char dir[PATH_MAX - 64];     /* measure's directory: copies, reports, stderr */
 	int made_dir;
 	int copies;
+	int want_share;              /* --share */
 	struct obj objs[MAX_OBJS];
 	size_t nobj;
 	char **env[HTE_M_MAX_VARIANTS];
@@ -479,11 +480,21 @@ static char *library_path(const struct ctx *c, unsigned v)
 static const char *const variant_settings[][6] = {
 	[V_PLAIN] = { "HUGETEXT_MODE=off", NULL },
 	[V_DEFAULTS] = { NULL },
-	[V_COPY] = { "HUGETEXT_COPY=now", "HUGETEXT_PAGE_CACHE=0", "HUGETEXT_SERVICE=0", NULL },
-	[V_SHARE] = { "HUGETEXT_SHARE=1", "HUGETEXT_PAGE_CACHE=0", "HUGETEXT_SERVICE=0", NULL },
+	[V_COPY] = { "HUGETEXT_COPY=now", "HUGETEXT_PAGE_CACHE=0", "HUGETEXT_SERVICE=0", "HUGETEXT_SHARE=0", NULL },
+	/* The first start fills the entry (a copy into the cache), the later ones map it. */
+	[V_SHARE] = { "HUGETEXT_SHARE=1", "HUGETEXT_COPY=now", "HUGETEXT_PAGE_CACHE=0", "HUGETEXT_SERVICE=0", NULL },
 };
 
 static const char *const variant_names[] = { "plain", "defaults", "copy", "share" };
+
+/* The variant index of each kind is its position: plain 0, defaults 1, then copy, share as asked. */
+static unsigned kind_of(const struct hte_measure *m, unsigned v)
+{
+	for (unsigned k = 0; k < 4; k++)
+		if (strcmp(m->var[v].name, variant_names[k]) == 0)
+			return k;
+	return V_PLAIN;
+}
 
 /* The environment of variant @v: measure's, without HUGETEXT_ variables, with the variant's. */
 static char **make_env(struct ctx *c, unsigned v, unsigned kind)
@@ -519,8 +530,6 @@ static char **make_env(struct ctx *c, unsigned v, unsigned kind)
 	free(lp);
 	for (const char *const *s = variant_settings[kind]; *s; s++)
 		e[k++] = strdup(*s);
-	if (kind == V_SHARE && c->share_dir[0])
-		e[k++] = kv("HUGETEXT_SHARE_DIR", c->share_dir);
 	if (kind != V_PLAIN)
 		e[k++] = kv("HUGETEXT_REPORT", c->report[v]);
 	e[k] = NULL;
@@ -701,6 +710,17 @@ static int private_service(struct ctx *c, char *why, size_t len)
 		return -1;
 	}
 	c->private_run = 1;
+	/*
+	 * The shared cache as `hugetext setup` mounts it (the service mounts
+	 * one only when it first fills an entry): --share needs it from the
+	 * start.
+	 */
+	if (c->want_share && (mkdir(TEXT_DIR, 0755) != 0 ||
+				     mount("hugetext-measure-text", TEXT_DIR, "tmpfs", MS_NOSUID | MS_NODEV,
+					   "huge=within_size,size=10%,mode=1777") != 0)) {
+		snprintf(why, len, "--share: cannot mount a huge tmpfs at %s: %s", TEXT_DIR, strerror(errno));
+		return -1;
+	}
 	c->service = fork();
 	if (c->service == 0) {
 		int null = open("/dev/null", O_RDWR | O_CLOEXEC);
@@ -936,17 +956,18 @@ static void check_claims(struct ctx *c)
 	for (unsigned v = 0; v < m->nvar; v++) {
 		struct hte_m_variant *var = &m->var[v];
 		const struct hte_m_huge *k = &var->check;
+		unsigned kind = kind_of(m, v);
 
 		if (!k->known)
 			continue;
-		if (v == V_PLAIN && (k->copy || k->page_cache || k->shared))
+		if (kind == V_PLAIN && (k->copy || k->page_cache || k->shared))
 			hte_m_note(m, "plain had %s of its code on huge pages (the kernel's own 2 MiB page-cache "
 				      "pages): it is not all on 4 KiB pages",
 				   hte_human(k->copy + k->page_cache + k->shared, h, sizeof(h)));
-		if (v == V_COPY && !k->copy)
+		if (kind == V_COPY && !k->copy)
 			snprintf(var->na, sizeof(var->na), "the preload made no private copy%s%s",
 				 var->check_rep.error[0] ? ": " : "", var->check_rep.error);
-		if (v == V_SHARE && !k->shared)
+		if (kind == V_SHARE && !k->shared)
 			snprintf(var->na, sizeof(var->na), "the code was not mapped from the shared cache%s%s",
 				 var->check_rep.error[0] ? ": " : "", var->check_rep.error);
 	}
@@ -1116,12 +1137,12 @@ static int setup_service(struct ctx *c)
 			hte_error(CMD, "%s", why);
 			return -1;
 		}
-		if (m->nvar > V_SHARE) {
+		if (c->want_share) {
 			if (!mounted_at(TEXT_DIR)) {
-				hte_error(CMD, "--share: the text service mounted no shared cache at %s", TEXT_DIR);
+				hte_error(CMD, "--share: no shared cache could be mounted at %s in measure's namespace",
+					  TEXT_DIR);
 				return -1;
 			}
-			snprintf(c->share_dir, sizeof(c->share_dir), "%s", TEXT_DIR);
 		}
 		return 0;
 	}
@@ -1131,7 +1152,7 @@ static int setup_service(struct ctx *c)
 	else
 		hte_m_note(m, "no text service runs here: the defaults' later starts get no 2 MiB page-cache "
 			      "pages from it (as root, measure runs one of its own)");
-	if (m->nvar > V_SHARE) {
+	if (c->want_share) {
 		char sub[64];
 		DIR *d;
 		struct dirent *e;
@@ -1276,15 +1297,6 @@ static void setup_variants(struct hte_measure *m, const struct opts *o)
 	}
 }
 
-/* The variant index of each kind is its position: plain 0, defaults 1, then copy, share as asked. */
-static unsigned kind_of(const struct hte_measure *m, unsigned v)
-{
-	for (unsigned k = 0; k < 4; k++)
-		if (strcmp(m->var[v].name, variant_names[k]) == 0)
-			return k;
-	return V_PLAIN;
-}
-
 static int prepare_program(struct ctx *c, const struct opts *o, char *interp, size_t ilen)
 {
 	struct hte_measure *m = c->m;
@@ -1424,6 +1436,7 @@ int hte_cmd_measure(int argc, char **argv)
 	m->margin = o.margin;
 	c->timeout = o.timeout;
 	c->copies = !o.no_copies;
+	c->want_share = o.share;
 	if (o.preload) {
 		if (!realpath(o.preload, c->preload) || access(c->preload, R_OK) != 0) {
 			hte_error(CMD, "--preload %s: %s", o.preload, strerror(errno));

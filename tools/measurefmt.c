@@ -8,6 +8,7 @@
 
 #include <json-c/json.h>
 #include <stdarg.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "tool.h"
@@ -49,10 +50,49 @@ static const char *str(struct json_object *o, const char *key)
 	return json_object_get_string(v);
 }
 
-static void report_line(struct json_object *o, struct hte_m_report *r)
+/*
+ * A region reported twice (the deferred copy's line after the start's,
+ * for the same span) counts once, as its last line says: its earlier
+ * contribution is taken back.
+ */
+struct region {
+	uint64_t pid, start;
+	unsigned long hash;   /* of the object's path */
+	uint64_t huge, kept, copied;
+};
+
+#define MAX_REGIONS 256
+
+static unsigned long path_hash(const char *s)
+{
+	unsigned long h = 5381;
+
+	while (*s)
+		h = h * 33 + (unsigned char)*s++;
+	return h;
+}
+
+static struct region *region_of(struct region *t, size_t *n, struct json_object *o)
+{
+	struct region k = { num(o, "pid"), num(o, "start"), path_hash(str(o, "object")), 0, 0, 0 };
+
+	if (!t)
+		return NULL;
+	for (size_t i = 0; i < *n; i++)
+		if (t[i].pid == k.pid && t[i].start == k.start && t[i].hash == k.hash)
+			return &t[i];
+	if (*n == MAX_REGIONS)
+		return NULL;
+	t[*n] = k;
+	return &t[(*n)++];
+}
+
+static void report_line(struct json_object *o, struct hte_m_report *r, struct region *t, size_t *nt)
 {
 	const char *status = str(o, "status"), *cache = str(o, "cache"), *error = str(o, "error");
 	uint64_t huge = num(o, "huge_bytes"), kept = num(o, "kept_bytes");
+	uint64_t copied = strcmp(cache, "hit") != 0 && huge > kept ? huge - kept : 0;
+	struct region *g;
 
 	r->lines++;
 	if (strstr(error, "deferred"))
@@ -71,37 +111,47 @@ static void report_line(struct json_object *o, struct hte_m_report *r)
 	/*
 	 * A skipped line may still have kept the kernel's 2 MiB page-cache
 	 * pages (the rest of its span deferred): what it says is on huge
-	 * pages counts whatever its status.
+	 * pages counts whatever its status.  A cache hit maps the cache's
+	 * copy: nothing was copied by this process.
 	 */
 	r->ok += strcmp(status, "ok") == 0;
+	g = region_of(t, nt, o);
+	if (g) {
+		r->huge -= g->huge;
+		r->kept -= g->kept;
+		r->copied -= g->copied;
+		g->huge = huge;
+		g->kept = kept;
+		g->copied = copied;
+	}
 	r->huge += huge;
 	r->kept += kept;
-	/* A cache hit maps the cache's copy: nothing was copied by this process. */
-	if (strcmp(cache, "hit") != 0 && huge > kept)
-		r->copied += huge - kept;
+	r->copied += copied;
 }
 
 void hte_m_report_parse(const char *buf, size_t len, struct hte_m_report *r)
 {
-	size_t at = 0;
+	struct region *t = calloc(MAX_REGIONS, sizeof(*t));
+	size_t at = 0, nt = 0;
 
 	memset(r, 0, sizeof(*r));
 	while (at < len) {
 		const char *nl = memchr(buf + at, '\n', len - at);
 		size_t l = nl ? (size_t)(nl - (buf + at)) : len - at;
-		struct json_tokener *t;
+		struct json_tokener *tk;
 		struct json_object *o;
 
-		if (l > 0 && l < 65536 && (t = json_tokener_new())) {
-			o = json_tokener_parse_ex(t, buf + at, (int)l);
-			if (o && json_tokener_get_error(t) == json_tokener_success &&
+		if (l > 0 && l < 65536 && (tk = json_tokener_new())) {
+			o = json_tokener_parse_ex(tk, buf + at, (int)l);
+			if (o && json_tokener_get_error(tk) == json_tokener_success &&
 			    json_object_is_type(o, json_type_object))
-				report_line(o, r);
+				report_line(o, r, t, &nt);
 			json_object_put(o);
-			json_tokener_free(t);
+			json_tokener_free(tk);
 		}
 		at += l + 1;
 	}
+	free(t);
 }
 
 /* ---------------------------------------------------------------- comparisons */

@@ -319,3 +319,28 @@ TEST_CASE("--no-copies puts the files' page cache back as it found it", "[measur
 	// As found: small pages, though the defaults ran from 2 MiB ones.
 	CHECK(huge_page_cache(prog) == 0);
 }
+
+TEST_CASE("--share: the code mapped from measure's own shared cache, and the entry gone after", "[measure]")
+{
+	if (!private_run()) {
+		WARN("needs root for a private /run: not run");
+		return;
+	}
+	temp_dir dir("measure-share");
+	run_result r = tool({ "measure", "--json", "--share", "--no-calibrate", "--runs", "2", "--dir", dir.path, "--",
+			      build_path("tests/ownlibc") });
+	INFO(r.err);
+	REQUIRE(r.status == 0);
+	json_object *o = json_tokener_parse(r.out.c_str());
+	REQUIRE(o);
+	json_object *share = variant(o, "share");
+	REQUIRE(share);
+	CHECK(str(share, "na") == "");
+	CHECK(num(get(share, "check"), "shared") == 8ll << 20);
+	CHECK(str(get(share, "report"), "cache") == "hit");
+	CHECK(num(get(variant(o, "plain"), "check"), "shared") == 0);
+	json_object_put(o);
+	CHECK(entries(dir.path) == 0);
+	// The test's own /run/hugetext/text: measure filled nothing there (its cache was its own).
+	CHECK(entries("/run/hugetext/text") <= 0);
+}

@@ -126,6 +126,16 @@ TEST_CASE("report lines: ok, kept, copied, cache hits, failures, deferred copies
 	CHECK(std::string(r.error) == "no huge pages");
 	hte_m_report none = parse("");
 	CHECK(none.lines == 0);
+	// The deferred copy reports its span again: the region counts once, as its last line says.
+	hte_m_report twice = parse(
+		"{\"pid\":7,\"object\":\"/n\",\"start\":4096,\"huge_bytes\":25165824,\"kept_bytes\":25165824,"
+		"\"status\":\"skipped\",\"error\":\"deferred\"}\n"
+		"{\"pid\":7,\"object\":\"/n\",\"start\":4096,\"huge_bytes\":27262976,\"kept_bytes\":25165824,"
+		"\"status\":\"ok\"}\n"
+		"{\"pid\":8,\"object\":\"/n\",\"start\":4096,\"huge_bytes\":2097152,\"status\":\"ok\"}\n");
+	CHECK(twice.huge == 28u << 20);
+	CHECK(twice.kept == 24u << 20);
+	CHECK(twice.copied == 4u << 20);
 }
 
 TEST_CASE("the comparisons: the copy decided faster, the defaults the same", "[measurefmt]")
