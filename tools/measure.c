@@ -1447,6 +1447,9 @@ int hte_cmd_measure(int argc, char **argv)
 		goto out;
 	}
 	setup_variants(m, &o);
+	if (m->max_rounds < HTE_STATS_MIN_ROUNDS)
+		hte_m_note(m, "fewer than %d rounds cannot decide anything: the intervals are shown, no decision",
+			   HTE_STATS_MIN_ROUNDS);
 	hte_cpu_read(&m->cpu);
 	if (prepare_program(c, &o, interp, sizeof(interp)) < 0)
 		goto out;
