@@ -2,7 +2,8 @@
 # The hugetext benchmark: builds what it needs, measures everything side by
 # side on this machine, and writes docs/benchmarks.md and docs/plots/*.png.
 #
-#   bench/run.sh                 the full run (13-20 minutes on the 2-core VM)
+#   bench/run.sh                 the full run (13-20 minutes on the 2-core VM,
+#                                and about 4 more for measure)
 #   bench/run.sh --quick         fewer rounds and smaller inputs (a few minutes)
 #   bench/run.sh --only LIST     only some steps, merged into the last results:
 #                                remap, startup, itlb, memory, real,
@@ -33,7 +34,7 @@ while [ $# -gt 0 ]; do
 	--quick) MODE=(--quick) ;;
 	--only) ONLY=$2; shift ;;
 	--report-only) REPORT_ONLY=1 ;;
-	-h|--help) sed -n '2,23p' "$0"; exit 0 ;;
+	-h|--help) sed -n '2,24p' "$0"; exit 0 ;;
 	*) echo "unknown argument: $1" >&2; exit 2 ;;
 	esac
 	shift
