@@ -880,21 +880,22 @@ static int run_variant(struct ctx *c, unsigned v, int kind)
 	struct hte_run_out out;
 	struct hte_m_report rep;
 
-	argv[0] = c->argv0[v];
-	for (int i = 1; i < m->argc; i++)
+	/* Its own name as given (clang++ and clang are one file), run from the variant's copy. */
+	for (int i = 0; i < m->argc; i++)
 		argv[i] = m->argv[i];
 	argv[m->argc] = NULL;
+	o.path = c->argv0[v];
 	o.argv = argv;
 	o.user_only = m->counters == 2;
 	prepare(c, v);
 	unlink(c->report[v]);
 	if (hte_run_once(&o, &out) < 0) {
-		hte_error(CMD, "cannot run %s: %s", argv[0], strerror(errno));
+		hte_error(CMD, "cannot run %s: %s", o.path, strerror(errno));
 		return -1;
 	}
 	read_report(c->report[v], &rep);
 	if (out.exec_errno) {
-		hte_error(CMD, "cannot start %s: %s", argv[0], strerror(out.exec_errno));
+		hte_error(CMD, "cannot start %s: %s", o.path, strerror(out.exec_errno));
 		return -1;
 	}
 	if (out.interrupted) {

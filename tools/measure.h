@@ -109,7 +109,8 @@ void hte_m_report_parse(const char *buf, size_t len, struct hte_m_report *r);
 /* --- measurerun.c: one run of a command --- */
 
 struct hte_run_opts {
-	char *const *argv;       /* argv[0] a path */
+	const char *path;        /* the file to execute (NULL: argv[0]) */
+	char *const *argv;       /* argv[0] as the user gave it: a program may look at its name */
 	char *const *envp;
 	double timeout;          /* seconds, 0: none */
 	int trace_exit;          /* stop it at its exit (ptrace) to read its smaps and pagemap */

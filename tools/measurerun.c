@@ -208,7 +208,7 @@ static void child(const struct hte_run_opts *o, int go, int err)
 	/* Wait until the parent has attached its counters (and ptrace). */
 	if (read(go, &c, 1) != 1)
 		_exit(127);
-	execve(o->argv[0], o->argv, o->envp);
+	execve(o->path ? o->path : o->argv[0], o->argv, o->envp);
 	e = errno;
 	if (write(err, &e, sizeof(e)) != sizeof(e))
 		_exit(127);

@@ -344,3 +344,15 @@ TEST_CASE("--share: the code mapped from measure's own shared cache, and the ent
 	// The test's own /run/hugetext/text: measure filled nothing there (its cache was its own).
 	CHECK(entries("/run/hugetext/text") <= 0);
 }
+
+TEST_CASE("the command keeps the name it was given (clang++ and clang are one file)", "[measure]")
+{
+	temp_dir dir("measure-name");
+	std::string link = dir / "mysh";
+	REQUIRE(symlink("/bin/bash", link.c_str()) == 0);
+	// bash -c with no more arguments: $0 is its argv[0].
+	run_result r = tool({ "measure", "--no-calibrate", "--runs", "2", "--dir", dir.path, "--", link, "-c",
+			      "case $0 in */mysh) exit 0;; *) echo \"argv[0] was $0\" >&2; exit 3;; esac" });
+	INFO(r.err);
+	CHECK(r.status == 0);
+}
