@@ -511,7 +511,7 @@ static char **make_env(struct ctx *c, unsigned v, unsigned kind)
 		if (is_hugetext_var(environ[i]) || strncmp(environ[i], "LD_PRELOAD=", 11) == 0 ||
 		    strncmp(environ[i], "LD_LIBRARY_PATH=", 16) == 0)
 			continue;
-		e[k++] = environ[i];
+		e[k++] = strdup(environ[i]); /* all its strings are its own: freed with it */
 	}
 	{
 		const char *old = getenv("LD_PRELOAD");
@@ -958,19 +958,21 @@ static void check_claims(struct ctx *c)
 		struct hte_m_variant *var = &m->var[v];
 		const struct hte_m_huge *k = &var->check;
 		unsigned kind = kind_of(m, v);
+		char err[sizeof(var->check_rep.error)];
 
 		if (!k->known)
 			continue;
+		memcpy(err, var->check_rep.error, sizeof(err));
 		if (kind == V_PLAIN && (k->copy || k->page_cache || k->shared))
 			hte_m_note(m, "plain had %s of its code on huge pages (the kernel's own 2 MiB page-cache "
 				      "pages): it is not all on 4 KiB pages",
 				   hte_human(k->copy + k->page_cache + k->shared, h, sizeof(h)));
 		if (kind == V_COPY && !k->copy)
 			snprintf(var->na, sizeof(var->na), "the preload made no private copy%s%s",
-				 var->check_rep.error[0] ? ": " : "", var->check_rep.error);
+				 err[0] ? ": " : "", err);
 		if (kind == V_SHARE && !k->shared)
 			snprintf(var->na, sizeof(var->na), "the code was not mapped from the shared cache%s%s",
-				 var->check_rep.error[0] ? ": " : "", var->check_rep.error);
+				 err[0] ? ": " : "", err);
 	}
 }
 
@@ -1486,8 +1488,11 @@ int hte_cmd_measure(int argc, char **argv)
 	rc = fflush(stdout) == 0 ? HTE_EXIT_OK : HTE_EXIT_FAIL;
 out:
 	cleanup(c);
-	for (unsigned v = 0; v < HTE_M_MAX_VARIANTS; v++)
-		free(c->env[v]); /* the strings measure made stay: the process ends */
+	for (unsigned v = 0; v < HTE_M_MAX_VARIANTS; v++) {
+		for (char **e = c->env[v]; e && *e; e++)
+			free(*e);
+		free(c->env[v]);
+	}
 	for (size_t i = 0; i < c->nshare_before; i++)
 		free(c->share_before[i]);
 	free(c->share_before);
