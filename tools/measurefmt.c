@@ -420,8 +420,6 @@ static void json_variant(FILE *f, const struct hte_measure *m, const struct hte_
 	if (v->na[0]) {
 		fputs(",\"na\":", f);
 		hte_json_str(f, v->na);
-		fputc('}', f);
-		return;
 	}
 	fputs(",\"runs\":[", f);
 	for (unsigned i = 0; i < v->nruns; i++)
@@ -440,7 +438,7 @@ static void json_variant(FILE *f, const struct hte_measure *m, const struct hte_
 	fputs(",\"error\":", f);
 	hte_json_str(f, r->error);
 	fputc('}', f);
-	if (v != &m->var[0]) {
+	if (v != &m->var[0] && !v->na[0]) {
 		fputs(",\"time\":", f);
 		json_paired(f, &v->wall);
 		fputs(",\"cpu_time\":", f);

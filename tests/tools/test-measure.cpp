@@ -151,9 +151,17 @@ TEST_CASE("the bundled demo: plain on 4 KiB pages, the copy's code huge, the rea
 	CHECK(num(plain, "code") >= 64ll << 20);
 	CHECK(num(plain, "copy") == 0);
 	CHECK(num(plain, "page_cache") == 0);
-	// The demo's 64 MiB of code, copied but for its unaligned ends.
-	CHECK(num(copy, "copy") >= 60ll << 20);
-	CHECK(num(get(variant(o, "copy"), "report"), "copied") == num(copy, "copy"));
+	// The demo's 64 MiB of code, copied but for its unaligned ends; or, when
+	// the machine had no free 2 MiB pages for the copy, not timed, with why.
+	std::string na = str(variant(o, "copy"), "na");
+	if (!na.empty()) {
+		WARN("the copy variant was not timed: " << na);
+		CHECK(num(copy, "copy") == 0);
+		CHECK(na.find("no private copy") != std::string::npos);
+	} else {
+		CHECK(num(copy, "copy") >= 60ll << 20);
+		CHECK(num(get(variant(o, "copy"), "report"), "copied") == num(copy, "copy"));
+	}
 	CHECK(json_object_array_length(get(variant(o, "defaults"), "runs")) == 3);
 	// The counters: counted, or one line saying why not.
 	json_object *counters = get(o, "counters");
