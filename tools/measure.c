@@ -963,6 +963,12 @@ static void check_claims(struct ctx *c)
 		if (!k->known)
 			continue;
 		memcpy(err, var->check_rep.error, sizeof(err));
+		/* No line failed: say what the report did say. */
+		if (!err[0])
+			snprintf(err, sizeof(err), "its report had %u line%s, %s on huge pages%s%s",
+				 var->check_rep.lines, var->check_rep.lines == 1 ? "" : "s",
+				 hte_human(var->check_rep.huge, h, sizeof(h)), var->check_rep.cache[0] ? ", cache " : "",
+				 var->check_rep.cache);
 		if (kind == V_PLAIN && (k->copy || k->page_cache || k->shared))
 			hte_m_note(m, "plain had %s of its code on huge pages (the kernel's own 2 MiB page-cache "
 				      "pages): it is not all on 4 KiB pages",
