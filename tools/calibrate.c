@@ -293,7 +293,7 @@ static void verdict(struct hte_calib *c, const struct samples *s)
 	}
 }
 
-static void fill_points(struct hte_calib *c, const struct samples *s, const struct loop lp[][2])
+static void fill_points(struct hte_calib *c, const struct samples *s, const int huge_ok[])
 {
 	c->npoints = NLAYOUTS;
 	for (unsigned l = 0; l < NLAYOUTS; l++) {
@@ -308,8 +308,38 @@ static void fill_points(struct hte_calib *c, const struct samples *s, const stru
 		p->lo = r.lo;
 		p->hi = r.hi;
 		p->ratio = r.ratio;
-		p->huge_ok = lp[l][1].huge_ok;
+		p->huge_ok = huge_ok[l];
 	}
+}
+
+/* The points and the verdict from the samples (pure: the tests feed it made-up rounds). */
+static void judge(struct hte_calib *c, const struct samples *s, const int huge_ok[])
+{
+	c->rounds = s->n;
+	fill_points(c, s, huge_ok);
+	if (!huge_ok[NLAYOUTS - 1] || !huge_ok[1]) {
+		c->verdict = HTE_CALIB_NO_HUGE;
+		snprintf(c->why, sizeof(c->why),
+			 "the loop's code could not be put on 2 MiB pages here (transparent huge "
+			 "pages are off, or no free 2 MiB page could be had): nothing was compared");
+		return;
+	}
+	verdict(c, s);
+}
+
+int hte_calib_judge(struct hte_calib *c, unsigned n, const double *const ns[][2], const int huge_ok[])
+{
+	struct samples *s;
+
+	if (n > MAX_ROUNDS || !(s = calloc(1, sizeof(*s))))
+		return -1;
+	s->n = n;
+	for (unsigned l = 0; l < NLAYOUTS; l++)
+		for (int h = 0; h < 2; h++)
+			memcpy(s->ns[l][h], ns[l][h], n * sizeof(double));
+	judge(c, s, huge_ok);
+	free(s);
+	return 0;
 }
 
 /* Steps for about 8 ms, from a first run of the slowest loop. */
@@ -329,7 +359,7 @@ static double wall_s(void)
 	return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
-static int rounds(struct hte_calib *c, struct samples *s, const struct loop lp[][2], double seconds)
+static int rounds(struct samples *s, const struct loop lp[][2], double seconds)
 {
 	int order[NLAYOUTS * 2];
 	unsigned seed = 1;
@@ -354,7 +384,6 @@ static int rounds(struct hte_calib *c, struct samples *s, const struct loop lp[]
 			s->ns[l][h][s->n] = run_ns(&lp[l][h], steps);
 		}
 	}
-	c->rounds = s->n;
 	return 0;
 }
 
@@ -397,18 +426,14 @@ int hte_calibrate(struct hte_calib *c, double seconds)
 			rc = loop_make(&lp[l][h], &layouts[l], h, c->why, sizeof(c->why));
 	if (rc == 0) {
 		pinned = pin(&old) == 0;
-		rounds(c, s, (const struct loop(*)[2])lp, seconds > 0 ? seconds : 3);
+		rounds(s, (const struct loop(*)[2])lp, seconds > 0 ? seconds : 3);
 		if (pinned)
 			sched_setaffinity(0, sizeof(old), &old);
-		fill_points(c, s, (const struct loop(*)[2])lp);
-		if (!lp[NLAYOUTS - 1][1].huge_ok || !lp[1][1].huge_ok) {
-			c->verdict = HTE_CALIB_NO_HUGE;
-			snprintf(c->why, sizeof(c->why),
-				 "the loop's code could not be put on 2 MiB pages here (transparent huge "
-				 "pages are off, or no free 2 MiB page could be had): nothing was compared");
-		} else {
-			verdict(c, s);
-		}
+		int huge_ok[NLAYOUTS];
+
+		for (unsigned l = 0; l < NLAYOUTS; l++)
+			huge_ok[l] = lp[l][1].huge_ok;
+		judge(c, s, huge_ok);
 	}
 	for (unsigned l = 0; l < NLAYOUTS; l++)
 		for (int h = 0; h < 2; h++)

@@ -61,6 +61,17 @@ struct hte_calib {
 int hte_calibrate(struct hte_calib *c, double seconds);
 
 /*
+ * The figures and the verdict from @n rounds of the loop, as
+ * hte_calibrate() makes them: ns[L][0] and ns[L][1] the ns per jump of
+ * layout L (dense 64 pages, 4096 pages in 16 MiB, 4096 pages in 80 MiB)
+ * on 4 KiB and on 2 MiB pages, huge_ok[L] whether the 2 MiB run really
+ * was on huge pages.  Pure (the tests feed it made-up rounds).
+ * Returns: 0, or -1 when @n is too many.
+ */
+#define HTE_CALIB_LAYOUTS 3
+int hte_calib_judge(struct hte_calib *c, unsigned n, const double *const ns[][2], const int huge_ok[]);
+
+/*
  * The calibration of this boot: read from HTE_CALIB_PATH when it is
  * there, root's, and of this boot, unless @force; else run and (as root)
  * saved there.  Returns: 0, or -1 with c->why.

@@ -24,6 +24,7 @@ static const struct {
 	{ "status", hte_cmd_status, "hugetext status" },
 	{ "doctor", hte_cmd_doctor, "hugetext doctor" },
 	{ "serve", hte_cmd_serve, "hugetext serve" },
+	{ "measure", hte_cmd_measure, "hugetext measure" },
 };
 
 static void usage(FILE *f)
@@ -58,6 +59,10 @@ static void usage(FILE *f)
 	      "  serve [--socket PATH] [--state PATH]\n"
 	      "        the text service: warm or cache the code the preload's processes\n"
 	      "        offer, so that their later starts map it huge with no copy\n"
+	      "  measure [--runs N] [--json] [--copy] [--share] [--timeout S] -- CMD [ARG...]\n"
+	      "        run CMD plain and with hugetext, interleaved: its time against plain with\n"
+	      "        an interval, what was on huge pages and why (counters, footprint, the\n"
+	      "        machine's calibration)\n"
 	      "\n"
 	      "'hugetext COMMAND --help' shows a command's options; man hugetext(1) has more.\n",
 	      f);

@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <random>
 #include <cstring>
 #include <string>
 #include <sys/stat.h>
@@ -13,6 +14,8 @@
 
 #include "calibrate.h"
 #include "tooltest.hpp"
+// arm64's generated node, checked on any machine (only its pure encoder is used).
+#include "../../tools/arch/aarch64/tool-arch.h"
 
 namespace {
 
@@ -217,4 +220,89 @@ TEST_CASE("the calibration is kept per boot in root's file, others' files are no
 	CHECK(std::string(again.why) == "forged");
 	REQUIRE(hte_calib_get(&again, 1, 0.5) == 0);
 	CHECK(std::string(again.why) != "forged");
+}
+
+TEST_CASE("arm64's calibration node: subs, b.ne over the ret, and a b that reaches the next node", "[calibrate]")
+{
+	alignas(16) unsigned char mem[64 << 10] = {};
+	uint32_t w[4];
+	// Forward 40 KiB, then backward: imm26 counts words from the b itself (node + 12).
+	hte_arch_node(mem, mem + 40960);
+	std::memcpy(w, mem, sizeof(w));
+	CHECK(w[0] == 0xf1000400u); // subs x0, x0, #1
+	CHECK(w[1] == 0x54000041u); // b.ne .+8
+	CHECK(w[2] == 0xd65f03c0u); // ret
+	CHECK((w[3] >> 26) == 0x05u); // b
+	CHECK((w[3] & 0x03ffffffu) == (40960u - 12) / 4);
+	hte_arch_node(mem + 40960, mem + 64);
+	std::memcpy(w, mem + 40960, sizeof(w));
+	int32_t imm = (int32_t)((w[3] & 0x03ffffffu) << 6) >> 6;
+	CHECK(imm * 4 == 64 - (40960 + 12));
+	CHECK(HTE_ARCH_NODE_BYTES == 16);
+	CHECK(HTE_ARCH_NODE_REACH == (uint64_t)1 << 27);
+}
+
+namespace {
+
+// Made-up rounds: ns per jump of dense, 16 MiB and 80 MiB on 4 KiB and 2 MiB
+// pages, each with a little noise that differs from round to round.
+hte_calib judged(double dense, double far4, double far2, unsigned n = 40, double noise = 0.01,
+		 bool huge = true)
+{
+	static double v[HTE_CALIB_LAYOUTS][2][400];
+	const double *ns[HTE_CALIB_LAYOUTS][2];
+	double base[HTE_CALIB_LAYOUTS][2] = { { dense, dense }, { far4 * 0.9, far2 * 0.9 }, { far4, far2 } };
+	std::mt19937 rng(7);
+	std::normal_distribution<double> z(0, noise);
+	for (unsigned l = 0; l < HTE_CALIB_LAYOUTS; l++)
+		for (int h = 0; h < 2; h++) {
+			for (unsigned i = 0; i < n; i++)
+				v[l][h][i] = base[l][h] * std::exp(z(rng));
+			ns[l][h] = v[l][h];
+		}
+	int ok[HTE_CALIB_LAYOUTS] = { 1, huge, huge };
+	hte_calib c = {};
+	REQUIRE(hte_calib_judge(&c, n, ns, ok) == 0);
+	return c;
+}
+
+} // namespace
+
+TEST_CASE("the verdicts, from made-up rounds: large translations, shorter walks, none, no huge pages", "[calibrate]")
+{
+	// 2 MiB pages as fast as the dense layout: the TLB holds them.
+	hte_calib c = judged(2.0, 40.0, 2.2);
+	CHECK(c.verdict == HTE_CALIB_HUGE_GAINS);
+	INFO(c.why);
+	CHECK(std::string(c.why).find("and 2 MiB pages take 99% of that away") != std::string::npos);
+	CHECK(c.walk_ns_per_page == Approx(38.0).epsilon(0.02));
+	CHECK(c.rounds == 40);
+	CHECK(c.point[2].ratio == Approx(40.0 / 2.2).epsilon(0.02));
+	// Faster, but keeping most of a miss's cost: walks shorter, translations small.
+	c = judged(2.0, 40.0, 28.0);
+	CHECK(c.verdict == HTE_CALIB_HUGE_GAINS);
+	CHECK(std::string(c.why).find("shorter walks, few large translations") != std::string::npos);
+	// On huge pages and no faster: the host gives no large translations, said so with the figures.
+	c = judged(2.0, 40.0, 40.0);
+	CHECK(c.verdict == HTE_CALIB_NO_GAIN);
+	CHECK(std::string(c.why).find("this machine (typically its hypervisor) gives no large translations for code") !=
+	      std::string::npos);
+	CHECK(std::string(c.why).find("1.00x as fast") != std::string::npos);
+	CHECK(std::string(c.why).find("costs 38.0 ns") != std::string::npos);
+	// Misses that cost nothing: nothing for huge pages to take away.
+	c = judged(2.0, 2.02, 2.0);
+	CHECK(c.verdict == HTE_CALIB_NO_GAIN);
+	CHECK(std::string(c.why).find("costs nothing measurable here") != std::string::npos);
+	// The 2 MiB runs not on huge pages: nothing compared.
+	c = judged(2.0, 40.0, 2.2, 40, 0.01, false);
+	CHECK(c.verdict == HTE_CALIB_NO_HUGE);
+	// Too noisy to tell.
+	c = judged(2.0, 40.0, 36.0, 12, 0.5);
+	INFO(c.why);
+	CHECK(c.verdict == HTE_CALIB_UNKNOWN);
+	CHECK(std::string(c.why).find("not decided") == 0);
+	// Too few rounds for an interval.
+	c = judged(2.0, 40.0, 2.2, 4);
+	CHECK(c.verdict == HTE_CALIB_UNKNOWN);
+	CHECK(std::string(c.why).find("too few rounds") != std::string::npos);
 }
