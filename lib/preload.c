@@ -330,7 +330,7 @@ static void preload_start(void)
 			ht_remap(&ht_preload_opt, NULL, 0, NULL);
 			ht_budget_origin_ms = 0;
 		}
-		ht_background_kick();
+		ht_background_kick(0);
 	} else if (ht_preload_active) {
 		report_not_worth();
 	}
@@ -442,9 +442,11 @@ __attribute__((visibility("default"))) pid_t fork(void)
 /*
  * pthread_create(): a program's first thread puts glibc in its
  * multi-threaded ways for good, so a deferred copy's thread, which waited
- * for this (ht_background_kick), costs nothing more from now on.  Ours
- * (the background thread, a copy's second filler) pass through here too
- * and start nothing: the library's own steps kick once they are done.
+ * for this (ht_background_kick), costs nothing more from now on.  And a
+ * seccomp filter (a container's) has just let this thread make one, so
+ * it lets ours be made too.  Ours (the background thread, a copy's second
+ * filler) pass through here too and start nothing: the library's own
+ * steps kick once they are done.
  */
 __attribute__((visibility("default"))) int pthread_create(pthread_t *th, const pthread_attr_t *attr,
 							  void *(*start)(void *), void *arg)
@@ -460,7 +462,7 @@ __attribute__((visibility("default"))) int pthread_create(pthread_t *th, const p
 	err = fn(th, attr, start, arg);
 	if (err == 0 && ht_preload_active && !ht_in_background && !ht_lock_held) {
 		saved = errno;
-		ht_background_kick();
+		ht_background_kick(1);
 		errno = saved;
 	}
 	return err;
