@@ -364,14 +364,10 @@ TEST_CASE("root's program on overlayfs: offered as the overlay's file, its copy 
 	ht_offer m = {};
 	int file = -1;
 	bool offered = svc.take(m, file);
-	if (!new_maps) {
-		// Linux 6.1: the maps name the lower layer's host path, which leads
-		// nowhere here; the preload opens nothing by it and offers nothing.
-		CHECK(!offered);
-		CHECK(l["cache"] != "offered");
-		WARN("this kernel names the lower layer's file in /proc/self/maps: no offer, no view");
-		return;
-	}
+	// Linux 6.1 names the lower layer's host path in the maps, which leads
+	// elsewhere here: the preload opens the program by /proc/self/exe.
+	if (!new_maps)
+		WARN("this kernel names the lower layer's file in /proc/self/maps");
 	CHECK(l["cache"] == "offered");
 	CHECK(l.count("cache_error") == 0);
 	REQUIRE(offered);
