@@ -10,8 +10,10 @@
 // entry named by the file as fstat() shows it in the container, keep the
 // page cache's 2 MiB pages, say why its own cache directory cannot be
 // made, at most once per process, and nothing on stderr.  Where the
-// kernel's /proc/self/maps names the lower layer's file by its host path
-// (Linux 6.1), the preload must never read a file by that name.
+// maps and fstat() name the file differently (Linux 6.1: the lower
+// layer's device in the maps, the overlay's in fstat() on Podman's
+// storage), it must prove the file the same, and never read another file
+// by a name.
 #include <catch2/catch.hpp>
 
 #include <cerrno>
@@ -70,6 +72,7 @@ std::string setup_namespace()
 	std::string why = overlay ? "" : std::string("cannot mount overlayfs: ") + strerror(errno);
 	umount2(merged.c_str(), MNT_DETACH);
 	umount2(rw.c_str(), MNT_DETACH);
+	rmdir(rw.c_str());
 	if (!overlay)
 		return why;
 	if (mount("ct-text", host_text.c_str(), "tmpfs", MS_NOSUID | MS_NODEV, "size=256m,mode=1777,huge=within_size") != 0 ||
@@ -189,13 +192,18 @@ struct hook_layout {
 // The container's root: an overlay of the lower layer (what put_lower()
 // put there) under a fresh upper layer, then a tmpfs over the lower
 // layer's directory: the overlay still reads the layer, and its host path
-// leads elsewhere (in a container it leads nowhere).  With @decoy, a file
-// of int3 bytes of the same size sits at each file's host path.  Undone
-// at the end.
+// leads elsewhere (in a container it leads nowhere).  The upper layer on
+// the lower one's file system (@same_fs: as Podman's storage, where
+// fstat() shows the overlay's device and the maps, on Linux 6.1, the
+// layer's), or on a tmpfs (fstat() shows the layer's device, the maps on
+// later kernels the overlay's).  With @decoy, a file of int3 bytes of the
+// same size sits at each file's host path.  Undone at the end.
 struct container_root {
-	explicit container_root(bool decoy = false)
+	explicit container_root(bool same_fs = true, bool decoy = false)
 	{
-		REQUIRE(mount("ct-rw", rw.c_str(), "tmpfs", 0, "mode=0755") == 0);
+		REQUIRE(mkdir(rw.c_str(), 0755) == 0);
+		if (!same_fs)
+			REQUIRE(mount("ct-rw", rw.c_str(), "tmpfs", 0, "mode=0755") == 0);
 		REQUIRE(mkdir((rw + "/upper").c_str(), 0755) == 0);
 		REQUIRE(mkdir((rw + "/work").c_str(), 0755) == 0);
 		std::string opts = "lowerdir=" + lower + ",upperdir=" + rw + "/upper,workdir=" + rw + "/work";
@@ -228,13 +236,13 @@ struct container_root {
 		umount2(lower.c_str(), MNT_DETACH);
 		umount2(merged.c_str(), MNT_DETACH);
 		umount2(rw.c_str(), MNT_DETACH);
-		sh("rm -rf '" + lower + "'/*");
+		sh("rm -rf '" + lower + "'/* '" + rw + "'");
 	}
 };
 
 // Whether /proc/self/maps names a file mapped from the overlay by its path
-// in the overlay (Linux 6.7 and later show the overlay's file), not by the
-// lower layer's host path (6.1).
+// in the overlay; the line is logged, with the device and inode this
+// kernel shows there (6.1: the lower layer's).
 bool maps_name_the_overlay(const std::string &file)
 {
 	int fd = open(file.c_str(), O_RDONLY | O_CLOEXEC);
@@ -336,11 +344,12 @@ std::string serve_offer(const ht_offer &m, int file)
 
 } // namespace
 
-TEST_CASE("root's program on overlayfs: offered as the overlay's file, its copy deferred, then its view's entry mapped",
-	  "[container]")
+// One start of root's program, then the next with the service's entry in
+// the view, in a root whose upper layer is on the lower's file system or not.
+static void offered_then_mapped(bool same_fs)
 {
 	put_lower(build_path("tests/bigtext-nopie"), "prog");
-	container_root root;
+	container_root root(same_fs);
 	std::string prog = merged + "/prog";
 	bool new_maps = maps_name_the_overlay(prog);
 	prog_result plain = run_prog({ prog, "smaps" });
@@ -364,10 +373,10 @@ TEST_CASE("root's program on overlayfs: offered as the overlay's file, its copy 
 	ht_offer m = {};
 	int file = -1;
 	bool offered = svc.take(m, file);
-	// Linux 6.1 names the lower layer's host path in the maps, which leads
-	// elsewhere here: the preload opens the program by /proc/self/exe.
+	// A path in the maps that leads elsewhere: the preload opens the
+	// program by /proc/self/exe.
 	if (!new_maps)
-		WARN("this kernel names the lower layer's file in /proc/self/maps");
+		WARN("this kernel names the file by another path in /proc/self/maps");
 	CHECK(l["cache"] == "offered");
 	CHECK(l.count("cache_error") == 0);
 	REQUIRE(offered);
@@ -398,6 +407,13 @@ TEST_CASE("root's program on overlayfs: offered as the overlay's file, its copy 
 	CHECK(line_value(second.r.out, "main_huge_kb") == "0");
 	CHECK(!svc.take(m, file));
 	unlink(link.c_str());
+}
+
+TEST_CASE("root's program on overlayfs: offered as the overlay's file, its copy deferred, then its view's entry mapped",
+	  "[container]")
+{
+	SECTION("the upper layer on the lower one's file system (Podman's storage)") { offered_then_mapped(true); }
+	SECTION("the upper layer on another file system") { offered_then_mapped(false); }
 }
 
 TEST_CASE("the page cache's 2 MiB pages of the lower layer's file are kept in the container, as on the host",
@@ -475,7 +491,7 @@ TEST_CASE("the path /proc/self/maps names is never trusted by name: a decoy ther
 	// a container may hold anything at that path.  Here a file of int3
 	// bytes lies there: a copy filled from it would trap at once.
 	put_lower(build_path("tests/bigtext-nopie"), "decoyed");
-	container_root root(true);
+	container_root root(true, true);
 	std::string prog = merged + "/decoyed";
 	prog_result plain = run_prog({ prog, "smaps" });
 	REQUIRE(plain.status == 0);
