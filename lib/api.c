@@ -81,9 +81,10 @@ static int copy_now(struct run *r, const struct ht_seg_query *q, const struct ht
 }
 
 /*
- * The name the loader opened @o by, as this process reaches it: where
- * /proc/self/maps names another (a container's overlayfs on Linux 6.1
- * names the layer's file on the host), the file is opened by this one.
+ * The name the loader opened @o by, as this process reaches it: where the
+ * path /proc/self/maps gives cannot be opened here or is another file
+ * (a container's maps read from the host give its merged directory), the
+ * file is opened by this one.
  */
 static const char *loader_name(const struct ht_object *o)
 {

@@ -61,7 +61,8 @@ struct ht_recheck {
  * Opens the object's file if it provably is the file mapped at the span
  * and holds the bytes that are mapped (no page of the span written): by
  * the maps' path, else by @name (the loader's name of the object, or
- * NULL), which in a container on Linux 6.1 is the only one it can open.
+ * NULL) where that path leads nowhere or elsewhere.  On overlayfs, whose
+ * numbers fstat() and the maps give differently, by a page mapped.
  * Returns: the descriptor, or -1.
  */
 int ht_open_clean_source(const struct ht_seg_plan *p, const char *name);

@@ -48,11 +48,11 @@ static uint64_t *read_pagemap(uintptr_t start, size_t n)
  * Whether a page of @fd mapped here is named in /proc/self/maps by the
  * device and inode that name the code's mapping: the kernel then maps the
  * same file for both.  fstat() and the maps disagree on overlayfs, which
- * maps the layer's own file: Linux 6.1 names it (a host path and device
- * that a container cannot open), later kernels the overlay's device with
- * an inode that fstat() shows with the layer's device where the layers
- * lie on different file systems.  A page mapped and named is proof where
- * no name is.
+ * maps the layer's own file: Linux 6.1's maps give the layer's device
+ * where fstat() gives the overlay's (its layers on one file system, as
+ * Podman's storage), later kernels' the overlay's device where fstat()
+ * gives the layer's (the layers on different file systems).  A page
+ * mapped and named is proof where the numbers are not.
  */
 static int mapped_as(int fd, const struct ht_seg_plan *p)
 {
