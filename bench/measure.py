@@ -22,6 +22,7 @@ from sections.common import ARGS, NOTES, TMP, log, pool_pages, read, sh
 from sections.clang import clang
 from sections.itlb import itlb
 from sections.machine import machine
+from sections.measure import measure
 from sections.memory import memory
 from sections.real import realwork
 from sections.remap import remap_cost
@@ -39,7 +40,7 @@ def main():
     ap.add_argument("--share-dir", default="")
     ap.add_argument("--htlb-dir", default="")
     ap.add_argument("--text-cache-dir", default="", help="a tmpfs mounted huge=within_size")
-    ap.add_argument("--only", default="", help="comma list: remap,startup,itlb,memory,real,small,clang,servers")
+    ap.add_argument("--only", default="", help="comma list: remap,startup,itlb,memory,real,small,clang,measure,servers")
     ap.parse_args(namespace=ARGS)
     ARGS.preload = os.path.abspath(ARGS.preload)
     ARGS.pool_set = pool_pages()
@@ -56,7 +57,7 @@ def main():
     ARGS.perf_itlb = results["machine"]["perf_itlb"]
     only = set(filter(None, ARGS.only.split(",")))
     steps = [("remap", remap_cost), ("startup", startup), ("itlb", itlb), ("memory", memory),
-             ("real", realwork), ("small", small), ("clang", clang), ("servers", servers)]
+             ("real", realwork), ("small", small), ("clang", clang), ("measure", measure), ("servers", servers)]
     if os.path.exists(ARGS.out) and only:
         with open(ARGS.out) as f:
             old = json.load(f)

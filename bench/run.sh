@@ -2,12 +2,15 @@
 # The hugetext benchmark: builds what it needs, measures everything side by
 # side on this machine, and writes docs/benchmarks.md and docs/plots/*.png.
 #
-#   bench/run.sh                 the full run (13-20 minutes on the 2-core VM)
+#   bench/run.sh                 the full run (13-20 minutes on the 2-core VM,
+#                                and about 4 more for measure)
 #   bench/run.sh --quick         fewer rounds and smaller inputs (a few minutes)
 #   bench/run.sh --only LIST     only some steps, merged into the last results:
 #                                remap, startup, itlb, memory, real,
 #                                small (programs with nothing to move),
 #                                clang (clang 14 compiling LLVM's headers),
+#                                measure (hugetext measure on node -e and on
+#                                that compile),
 #                                servers (PostgreSQL, MariaDB, a Node HTTP
 #                                server under pgbench, sysbench and wrk; only
 #                                with --only: about 35 minutes, 6 with --quick)
@@ -31,7 +34,7 @@ while [ $# -gt 0 ]; do
 	--quick) MODE=(--quick) ;;
 	--only) ONLY=$2; shift ;;
 	--report-only) REPORT_ONLY=1 ;;
-	-h|--help) sed -n '2,21p' "$0"; exit 0 ;;
+	-h|--help) sed -n '2,24p' "$0"; exit 0 ;;
 	*) echo "unknown argument: $1" >&2; exit 2 ;;
 	esac
 	shift
@@ -131,4 +134,5 @@ elif [ $REPORT_ONLY = 1 ] && [ ! -f "$RESULTS" ] && [ -f docs/benchmarks.json ];
 fi
 
 say "report"
-/usr/bin/python3 bench/report.py "$RESULTS" docs/benchmarks.md docs/plots
+# The paired columns go through the command's own statistics (hugetext measure --stats).
+BENCH_HUGETEXT=$BUILD/tools/hugetext /usr/bin/python3 bench/report.py "$RESULTS" docs/benchmarks.md docs/plots

@@ -81,6 +81,19 @@ static int copy_now(struct run *r, const struct ht_seg_query *q, const struct ht
 }
 
 /*
+ * The name the loader opened @o by, as this process reaches it: where the
+ * path /proc/self/maps gives cannot be opened here or is another file
+ * (a container's maps read from the host give its merged directory), the
+ * file is opened by this one.
+ */
+static const char *loader_name(const struct ht_object *o)
+{
+	if (!o)
+		return NULL;
+	return o->is_main ? "/proc/self/exe" : o->name;
+}
+
+/*
  * The shared cache takes the whole span, never the rest the page cache
  * left: an entry is keyed by its span, and what the kernel keeps changes
  * from one start to the next, which made a new entry, a miss, at every
@@ -94,7 +107,7 @@ static int try_cache_whole(const struct ht_options *opt, const struct ht_object 
 	struct ht_source src = *like;
 	int err;
 
-	src.fd = ht_open_clean_source(whole);
+	src.fd = ht_open_clean_source(whole, loader_name(o));
 	src.file_off = whole->file_off;
 	src.mapped = whole->mapped;
 	src.reserve_gap = whole->reserve_gap;
@@ -187,7 +200,7 @@ static void move_planned(struct run *r, const struct ht_object *o, const struct 
 	src.reserve_gap = p->reserve_gap;
 	src.mapped = p->mapped;
 	if (opt.fill != 2 || opt.share || use_cache) {
-		src.fd = ht_open_clean_source(p);
+		src.fd = ht_open_clean_source(p, loader_name(o));
 		src.file_off = p->file_off;
 	}
 	if (opt.budget_ms)

@@ -291,11 +291,29 @@ static int create_thread(void *arg)
 	return err == 0 ? 0 : -1;
 }
 
-/* Whether a thread of ours may run beside the program at all. */
+/*
+ * Whether a thread of ours may run beside the program at all, seccomp
+ * aside (filter_ok below).
+ */
 static int thread_allowed(void)
 {
-	return !ht_forked_child && !ht_seccomp_filtered() && ht_sys_can_private_fds() &&
-	       malloc_thread_safe();
+	return !ht_forked_child && ht_sys_can_private_fds() && malloc_thread_safe();
+}
+
+/*
+ * A seccomp filter may kill the process for clone() instead of refusing
+ * it (systemd's SystemCallFilter does), and no process can read its own
+ * filter.  But a thread the program itself has just made, from this very
+ * thread, went through the same filter (filters belong to the thread, and
+ * ours would be made the same way, by glibc's pthread_create()): right
+ * after that, ours may be made too.  Containers run under such filters
+ * (Podman's, Docker's and Kubernetes' RuntimeDefault profiles allow
+ * threads), and their programs (node, java, servers) make threads.
+ * Anywhere else under a filter: no thread of ours.
+ */
+static int filter_ok(int after_program_thread)
+{
+	return after_program_thread || !ht_seccomp_filtered();
 }
 
 static int start(const struct ht_options *opt, void *arg)
@@ -331,14 +349,16 @@ static int start(const struct ht_options *opt, void *arg)
  */
 int ht_background_start(const struct ht_options *opt)
 {
-	if (!thread_allowed())
+	if (!thread_allowed() || !filter_ok(0))
 		return -1;
 	return start(opt, NULL);
 }
 
 /*
  * Records a deferred segment (ht_defer_copy; ht_lock is held, so no thread
- * is made here) and moves its due time by the copy's cost.  A thread
+ * is made here) and moves its due time by the copy's cost.  A seccomp
+ * filter does not refuse it: the thread is decided when it would start
+ * (filter_ok), and a fork() copies in the caller, with no thread.  A thread
  * already waiting takes it too; one that has moved its segments is gone,
  * and ht_background_kick() starts another.
  */
@@ -400,7 +420,7 @@ static int may_join_now(void)
 	return ht_sys_single_threaded() != 1 || bg_opt->copy_after_ms >= 0;
 }
 
-int ht_background_kick(void)
+int ht_background_kick(int after_program_thread)
 {
 	int idle;
 
@@ -411,7 +431,13 @@ int ht_background_kick(void)
 	pthread_mutex_unlock(&bg_mu);
 	if (!idle)
 		return 0;
-	/* Asked again: a program may have installed a seccomp filter since its start. */
+	/*
+	 * Asked each time: a program may have installed a filter since its
+	 * start.  Under one, the copies wait for the program's next thread
+	 * (or a fork()).
+	 */
+	if (!filter_ok(after_program_thread))
+		return 0;
 	if (!thread_allowed() || start(bg_opt, bg_queue) < 0) {
 		/* The segments stay where they are; nothing else depends on them. */
 		pthread_mutex_lock(&bg_mu);

@@ -28,11 +28,14 @@ void ht_background_defer_init(const struct ht_options *opt);
  * rest), unless one is waiting already.  In a process that has had no
  * thread yet it starts none, unless the wait was set (copy_after_ms): the
  * copies stay queued for the program's first thread, or for fork(), which
- * makes them at once (ht_background_before_fork).  Called without
- * ht_lock.  Returns 0, or -1 when no thread could be made (the segments
- * then stay where they are).
+ * makes them at once (ht_background_before_fork).  Under a seccomp
+ * filter it starts one only when @after_program_thread says that the
+ * caller's thread has just made a thread of the program's own (the
+ * preload's pthread_create()); otherwise the copies stay queued.  Called
+ * without ht_lock.  Returns 0, or -1 when no thread could be made (the
+ * segments then stay where they are).
  */
-int ht_background_kick(void);
+int ht_background_kick(int after_program_thread);
 
 /*
  * Called by the preload's fork() before the real one: a deferred copy is

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 /* How many places of a hit are compared with the live code. */
@@ -149,6 +150,41 @@ static int mount_root(int fd, const struct stat *st)
 }
 
 /*
+ * Set once HT_TEXT_CACHE_DIR is seen read-only (a container's view, made
+ * by the OCI hook): no directory of this user's can be made there, so
+ * later spans refuse at once, with no system call.
+ */
+static int text_dir_readonly;
+
+static const char readonly_why[] = HT_TEXT_CACHE_DIR " is read-only here (a container's view of the "
+				   "cache): only the text service's entries are mapped";
+
+/*
+ * The service's entries: HT_TEXT_CACHE_DIR/shared, root's directory, made
+ * by the service, never by us, and written by root alone.  On the host
+ * the text directory is the cache's mount; in a container the hook binds
+ * the container's view of it over shared/, on a read-only tmpfs of its
+ * own: either is a mount of its own, never a directory left on /run.
+ */
+static int open_shared_dir(int mfd, const struct stat *mst, struct ht_region *r)
+{
+	struct stat st;
+	int fd = ht_sys_openat(mfd, HT_SERVICE_SHARED, O_RDONLY | O_DIRECTORY | O_NOFOLLOW, 0);
+
+	if (fd < 0)
+		return fd;
+	if (ht_sys_fstat(fd, &st) < 0 || st.st_uid != 0 || (st.st_mode & (S_IWGRP | S_IWOTH))) {
+		ht_sys_close(fd);
+		return refuse(r, "the service's cache directory is not root's alone", -EPERM);
+	}
+	if (!mount_root(mfd, mst) && !mount_root(fd, &st)) {
+		ht_sys_close(fd);
+		return refuse(r, HT_TEXT_CACHE_DIR " is not a mount of its own (hugetext setup mounts it)", -EPERM);
+	}
+	return fd;
+}
+
+/*
  * HT_TEXT_CACHE_DIR/hugetext-<uid>.  Where set-up never ran, the one
  * failed open() is all it costs: -ENOENT, nothing said.  The mount point
  * must be root's tmpfs, writable by others only when sticky (1777), so
@@ -158,9 +194,11 @@ static int open_text_dir(struct ht_region *r, int shared)
 {
 	struct stat st;
 	struct statfs sfs;
-	int mfd = ht_sys_open(HT_TEXT_CACHE_DIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW, 0);
-	int fd;
+	int mfd, fd;
 
+	if (!shared && __atomic_load_n(&text_dir_readonly, __ATOMIC_RELAXED))
+		return refuse(r, readonly_why, -EROFS);
+	mfd = ht_sys_open(HT_TEXT_CACHE_DIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW, 0);
 	if (mfd == -ENOENT)
 		return mfd;
 	if (mfd < 0)
@@ -174,15 +212,27 @@ static int open_text_dir(struct ht_region *r, int shared)
 		ht_sys_close(mfd);
 		return refuse(r, HT_TEXT_CACHE_DIR " is not root's tmpfs (sticky if others may write)", -EPERM);
 	}
+	if (shared) {
+		fd = open_shared_dir(mfd, &st, r);
+		ht_sys_close(mfd);
+		return fd;
+	}
+	if (sfs.f_flags & ST_RDONLY) {
+		ht_sys_close(mfd);
+		__atomic_store_n(&text_dir_readonly, 1, __ATOMIC_RELAXED);
+		return refuse(r, readonly_why, -EROFS);
+	}
 	/* A directory left on /run's own tmpfs is no cache: entries would fill /run. */
 	if (!mount_root(mfd, &st)) {
 		ht_sys_close(mfd);
 		return refuse(r, HT_TEXT_CACHE_DIR " is not a mount of its own (hugetext setup mounts it)", -EPERM);
 	}
-	/* The service's entries: root's directory, made by the service, never by us. */
-	fd = shared ? ht_sys_openat(mfd, HT_SERVICE_SHARED, O_RDONLY | O_DIRECTORY | O_NOFOLLOW, 0)
-		    : open_user_dir(mfd, r);
+	fd = open_user_dir(mfd, r);
 	ht_sys_close(mfd);
+	if (fd == -EROFS) {
+		__atomic_store_n(&text_dir_readonly, 1, __ATOMIC_RELAXED);
+		return refuse(r, readonly_why, fd);
+	}
 	return fd;
 }
 

@@ -298,7 +298,7 @@ static void remap_since(const struct snapshot *s)
 	ht_lock_release();
 	free(known);
 	/* A copy the run deferred waits in the background thread until it pays. */
-	ht_background_kick();
+	ht_background_kick(0);
 }
 
 /* Moves what came in since @s; true when the library ran. */

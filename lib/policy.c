@@ -111,3 +111,38 @@ int ht_policy_repair_now(size_t kept, size_t rest)
 {
 	return kept > 0 && rest <= kept;
 }
+
+/* Whether @key (NUL-terminated) starts at @s, before @end; no libc call (preload.c's path binds none). */
+static int key_at(const char *s, const char *end, const char *key)
+{
+	while (*key && s < end && *s == *key)
+		s++, key++;
+	return *key == '\0';
+}
+
+static int is_blank(char c)
+{
+	return c == ' ' || c == '\t' || c == '\r' || c == '\v' || c == '\f';
+}
+
+int ht_conf_may_set(const char *buf, size_t len, const char *key)
+{
+	const char *p = buf, *end = buf + len;
+
+	if (!*key)
+		return 0;
+	while (p < end) {
+		const char *eol = p;
+
+		while (eol < end && *eol != '\n')
+			eol++;
+		/* conf.c's comments: '#' first on the line, after blanks. */
+		while (p < eol && is_blank(*p))
+			p++;
+		for (const char *at = p; at < eol && *p != '#'; at++)
+			if (key_at(at, eol, key))
+				return 1;
+		p = eol + 1;
+	}
+	return 0;
+}

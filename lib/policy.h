@@ -22,6 +22,11 @@
  * (2.9 MiB of code) paid 0.8 ms per start for a move in a 1 ms run.
  */
 #define HT_POLICY_MIN_CODE_DEFAULT (4u << 20)
+/*
+ * The most of the policy file the preload's cheapest path reads (preload.c):
+ * a longer file takes the full path.  The shipped one is a third of it.
+ */
+#define HT_CONF_PEEK_BYTES 16384
 
 struct ht_policy {
 	const char *programs; /* NULL, or an ERE on the executable's path */
@@ -86,5 +91,13 @@ int ht_policy_worth(const struct ht_options *opt, const struct ht_object *objs, 
  * 52 MiB and copied 42 MiB before main() under the old rule (any kept byte).
  */
 int ht_policy_repair_now(size_t kept, size_t rest);
+
+/*
+ * Whether any line of policy file text @buf may set @key: a line that is
+ * not a comment (conf.c: '#' first after blanks) and holds @key anywhere.
+ * Errs towards yes (a value or a malformed line naming it counts): the
+ * preload's cheapest path takes the full one then, which parses the file.
+ */
+int ht_conf_may_set(const char *buf, size_t len, const char *key);
 
 #endif

@@ -15,6 +15,7 @@
  * The swap is one mremap(), safe while the code runs.
  */
 #include "background.h"
+#include "conf.h"
 #include "internal.h"
 #include "policy.h"
 #include "preload.h"
@@ -223,17 +224,39 @@ static int worth_moving_now(void)
 
 /*
  * One object's executable segments, summed as ht_object_code_bytes() does
- * (or more: it stops at HT_MAX_SEGS), straight from the program headers.
+ * (or more: it stops at HT_MAX_SEGS), straight from the program headers;
+ * the largest so far in *@most.  Stops at an object with the default
+ * min_code, which the defaults move.
  */
-static int could_move(struct dl_phdr_info *info, size_t size, void *unused)
+static int could_move(struct dl_phdr_info *info, size_t size, void *most)
 {
 	uint64_t code = 0;
 
-	(void)size, (void)unused;
+	(void)size;
 	for (int i = 0; i < info->dlpi_phnum; i++)
 		if (info->dlpi_phdr[i].p_type == PT_LOAD && (info->dlpi_phdr[i].p_flags & PF_X))
 			code += info->dlpi_phdr[i].p_memsz;
-	return code >= HT_HUGE_PAGE_SIZE;
+	if (code > *(uint64_t *)most)
+		*(uint64_t *)most = code;
+	return code >= HT_POLICY_MIN_CODE_DEFAULT;
+}
+
+/*
+ * Whether the policy file may set min_code (below its default: any line
+ * naming it counts), read by system calls made by number (no libc lookup,
+ * which alone cost more than the rest of this path).  Absent: no.  Any
+ * doubt (too long, unreadable, a processor without those calls): yes, and
+ * the full path reads the file as always.
+ */
+static int policy_may_set_min_code(void)
+{
+	static char path[] = HT_CONF_PATH, key[] = "min_code";
+	char buf[HT_CONF_PEEK_BYTES];
+	ssize_t n = ht_sys_read_small_raw(path, buf, sizeof(buf));
+
+	if (n == -ENOENT)
+		return 0;
+	return n < 0 || ht_conf_may_set(buf, (size_t)n, key);
 }
 
 /*
@@ -259,10 +282,26 @@ static int env_asks_output(void)
  * never.  Most programs (coreutils, shells, git's helpers) stop here, with
  * no system call, no libc lookup and no clock read: 24k instructions of
  * /bin/true's start (callgrind).
+ *
+ * Nor does any setting move an object with less than min_code of code
+ * (the main program and a library a pattern names included, do_object),
+ * and only HUGETEXT_MIN_CODE or the policy file's min_code can lower it
+ * from its default.  So a program whose largest object lies between one
+ * 2 MiB page and the default min_code (git: 2.55 MiB) stops here too when
+ * neither does, after one open() of the policy file (none where it is
+ * absent) and no libc lookup: the full path cost git --version 0.02-0.11
+ * ms more than an empty preload (bench/sections/small.py).
  */
 static int nothing_could_move(void)
 {
-	return !env_asks_output() && dl_iterate_phdr(could_move, NULL) == 0;
+	static char min_code[] = "HUGETEXT_MIN_CODE=";
+	uint64_t most = 0;
+
+	if (env_asks_output() || dl_iterate_phdr(could_move, &most) != 0)
+		return 0;
+	if (most < HT_HUGE_PAGE_SIZE)
+		return 1;
+	return !env_has(min_code, min_code) && !policy_may_set_min_code();
 }
 
 /* Says, when a report or verbose is asked, that nothing was worth a move. */
@@ -330,7 +369,7 @@ static void preload_start(void)
 			ht_remap(&ht_preload_opt, NULL, 0, NULL);
 			ht_budget_origin_ms = 0;
 		}
-		ht_background_kick();
+		ht_background_kick(0);
 	} else if (ht_preload_active) {
 		report_not_worth();
 	}
@@ -442,9 +481,11 @@ __attribute__((visibility("default"))) pid_t fork(void)
 /*
  * pthread_create(): a program's first thread puts glibc in its
  * multi-threaded ways for good, so a deferred copy's thread, which waited
- * for this (ht_background_kick), costs nothing more from now on.  Ours
- * (the background thread, a copy's second filler) pass through here too
- * and start nothing: the library's own steps kick once they are done.
+ * for this (ht_background_kick), costs nothing more from now on.  And a
+ * seccomp filter (a container's) has just let this thread make one, so
+ * it lets ours be made too.  Ours (the background thread, a copy's second
+ * filler) pass through here too and start nothing: the library's own
+ * steps kick once they are done.
  */
 __attribute__((visibility("default"))) int pthread_create(pthread_t *th, const pthread_attr_t *attr,
 							  void *(*start)(void *), void *arg)
@@ -460,7 +501,7 @@ __attribute__((visibility("default"))) int pthread_create(pthread_t *th, const p
 	err = fn(th, attr, start, arg);
 	if (err == 0 && ht_preload_active && !ht_in_background && !ht_lock_held) {
 		saved = errno;
-		ht_background_kick();
+		ht_background_kick(1);
 		errno = saved;
 	}
 	return err;

@@ -57,7 +57,15 @@ struct ht_recheck {
 	const struct ht_seg_query *q;
 	const struct ht_seg_plan *p;
 };
-int ht_open_clean_source(const struct ht_seg_plan *p);
+/*
+ * Opens the object's file if it provably is the file mapped at the span
+ * and holds the bytes that are mapped (no page of the span written): by
+ * the maps' path, else by @name (the loader's name of the object, or
+ * NULL) where that path leads nowhere or elsewhere.  On overlayfs, whose
+ * numbers fstat() and the maps give differently, by a page mapped.
+ * Returns: the descriptor, or -1.
+ */
+int ht_open_clean_source(const struct ht_seg_plan *p, const char *name);
 int ht_code_unchanged(const struct ht_source *src, struct ht_span span, const char *copy,
 		      const struct ht_check_mem *m);
 void ht_verify(struct run *r);

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* Files and the page cache: open, read, write, stat, rename, fadvise. */
+#include "arch.h"
 #include "sys.h"
 
 #include <errno.h>
@@ -8,6 +9,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 int ht_sys_open(const char *path, int flags, mode_t mode)
@@ -264,4 +267,42 @@ int64_t ht_sys_read_huge(int fd, uint64_t off, size_t len, int every_page)
 		touch_every_page(at, len);
 	ht_sys.munmap(base, len + huge_page);
 	return (int64_t)huge;
+}
+
+/*
+ * The whole regular file @path into @buf, by system calls made by number
+ * (arch.h): no libc function is looked up or called and errno is left
+ * alone, so the preload can read its policy file before it has looked
+ * anything up (preload.c).  Outside the seam: nothing the fault tests
+ * inject reaches it, and its callers treat every failure as "may be".
+ */
+ssize_t ht_sys_read_small_raw(const char *path, char *buf, size_t cap)
+{
+	struct stat st;
+	size_t done = 0;
+	long fd, n = 0;
+
+	if (!HT_ARCH_RAW_SYSCALL)
+		return -ENOSYS;
+	/* O_NONBLOCK: a FIFO put there must not hang; fstat refuses it next. */
+	fd = ht_arch_syscall3(SYS_openat, AT_FDCWD, (long)path,
+			      O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY);
+	if (fd < 0)
+		return fd;
+	n = ht_arch_syscall3(SYS_fstat, fd, (long)&st, 0);
+	if (n == 0 && !S_ISREG(st.st_mode))
+		n = -EINVAL;
+	else if (n == 0 && (uint64_t)st.st_size > cap)
+		n = -EFBIG;
+	while (n >= 0 && done < (size_t)st.st_size) {
+		n = ht_arch_syscall3(SYS_read, fd, (long)(buf + done), (long)((size_t)st.st_size - done));
+		if (n == -EINTR)
+			n = 0;
+		else if (n > 0)
+			done += (size_t)n;
+		else if (n == 0)
+			break;
+	}
+	ht_arch_syscall3(SYS_close, fd, 0, 0);
+	return n < 0 ? n : (ssize_t)done;
 }

@@ -218,6 +218,14 @@ int ht_sys_read_file(const char *path, char **buf, size_t *len);
  * its length, or -EFBIG when it does not fit.
  */
 ssize_t ht_sys_read_file_into(const char *path, char *buf, size_t cap);
+/*
+ * Reads the regular file @path whole into @buf by system calls made by
+ * number, with no libc call (the preload's cheapest path; sys-file.c).
+ * Returns: its length; -ENOENT when absent; -EFBIG when longer than @cap;
+ * -EINVAL when not a regular file; -ENOSYS where the processor has no
+ * such calls here (arch.h); another -errno.
+ */
+ssize_t ht_sys_read_small_raw(const char *path, char *buf, size_t cap);
 
 /* posix_fadvise(POSIX_FADV_DONTNEED): drops the clean, unmapped cached pages. */
 int ht_sys_drop_cached(int fd, uint64_t off, size_t len);

@@ -5,13 +5,16 @@
  * did not change while a background move copied it, and, after the moves,
  * what the kernel really put on huge pages.
  */
+#include "maps.h"
 #include "run.h"
 #include "sys.h"
 
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/sysmacros.h>
 
 /* The pagemap entries of the @n pages from @start into @pm; 0, or -1 if unreadable. */
@@ -38,27 +41,80 @@ static uint64_t *read_pagemap(uintptr_t start, size_t n)
 	return pm;
 }
 
-/* Opens the object's file if it provably holds the bytes that are mapped. */
-int ht_open_clean_source(const struct ht_seg_plan *p)
+/* statfs(2)'s f_type of overlayfs. */
+#define HT_OVERLAYFS_MAGIC 0x794c7630
+
+/*
+ * Whether a page of @fd mapped here is named in /proc/self/maps by the
+ * device and inode that name the code's mapping: the kernel then maps the
+ * same file for both.  fstat() and the maps disagree on overlayfs, which
+ * maps the layer's own file: Linux 6.1's maps give the layer's device
+ * where fstat() gives the overlay's (its layers on one file system, as
+ * Podman's storage), later kernels' the overlay's device where fstat()
+ * gives the layer's (the layers on different file systems).  A page
+ * mapped and named is proof where the numbers are not.
+ */
+static int mapped_as(int fd, const struct ht_seg_plan *p)
+{
+	struct ht_map m;
+	size_t len = 0, pos = 0;
+	char *maps = NULL;
+	void *at;
+	int same = 0;
+
+	if (ht_sys_map_file(fd, HT_PAGE, PROT_READ, 0, &at) < 0)
+		return 0;
+	if (ht_sys_read_file("/proc/self/maps", &maps, &len) == 0) {
+		while (ht_maps_next(maps, len, &pos, &m)) {
+			if (m.start != (uintptr_t)at)
+				continue;
+			same = m.inode == p->inode && m.dev_major == p->dev_major && m.dev_minor == p->dev_minor;
+			break;
+		}
+		free(maps);
+	}
+	ht_sys_unmap(at, HT_PAGE);
+	return same;
+}
+
+/* Opens @path if it is the file mapped at the plan's span (-1 if not). */
+static int open_mapped_file(const char *path, const struct ht_seg_plan *p)
 {
 	struct stat st;
-	uint64_t *pm;
-	size_t n = p->mapped / HT_PAGE;
-	int fd, clean = 0;
+	struct statfs fs;
+	int fd = ht_sys_open(path, O_RDONLY, 0);
 
-	if (!p->file_backed || p->path[0] != '/')
-		return -1;
-	fd = ht_sys_open(p->path, O_RDONLY, 0);
 	if (fd < 0)
 		return -1;
-	if (ht_sys_fstat(fd, &st) < 0 || st.st_ino != p->inode ||
-	    major(st.st_dev) != p->dev_major || minor(st.st_dev) != p->dev_minor)
-		goto out;
+	if (ht_sys_fstat(fd, &st) == 0 && st.st_ino == p->inode && major(st.st_dev) == p->dev_major &&
+	    minor(st.st_dev) == p->dev_minor)
+		return fd;
+	/* Only overlayfs names one file two ways: anything else that differs is another file. */
+	if (ht_sys_fstatfs(fd, &fs) == 0 && (unsigned long)fs.f_type == HT_OVERLAYFS_MAGIC && mapped_as(fd, p))
+		return fd;
+	ht_sys_close(fd);
+	return -1;
+}
+
+int ht_open_clean_source(const struct ht_seg_plan *p, const char *name)
+{
+	uint64_t *pm;
+	size_t n = p->mapped / HT_PAGE;
+	int fd = -1, clean;
+
+	if (!p->file_backed)
+		return -1;
+	/* The maps' name first; the loader's when the maps name a file this process cannot reach. */
+	if (p->path[0] == '/')
+		fd = open_mapped_file(p->path, p);
+	if (fd < 0 && name && name[0] == '/' && strcmp(name, p->path) != 0)
+		fd = open_mapped_file(name, p);
+	if (fd < 0)
+		return -1;
 	/* A page the program wrote (a breakpoint, a relocation) is only in memory. */
 	pm = read_pagemap(p->span.start, n);
 	clean = pm && ht_pagemap_clean(pm, n);
 	free(pm);
-out:
 	if (clean)
 		return fd;
 	ht_sys_close(fd);

@@ -606,12 +606,12 @@ TEST_CASE("every variable and policy key the library reads is documented", "[con
 		keys.insert((*it)[1]);
 	CHECK(vars.size() >= 20);
 	CHECK(keys.size() >= 20);
-	std::string man7 = read_file(source_path("man/hugetext.7")), readme = read_file(source_path("README.md"));
+	std::string man7 = read_file(source_path("man/hugetext.7")), usage = read_file(source_path("docs/usage.md"));
 	std::string deploy = read_file(source_path("docs/deploy.md")), shipped = read_file(source_path("data/hugetext.conf"));
 	for (auto &v : vars) {
 		INFO(v);
 		CHECK(std::regex_search(man7, std::regex("\\.B[IR]? " + v + "[=| \\n]")));
-		CHECK(readme.find("`" + v + "=") != std::string::npos);
+		CHECK(usage.find("`" + v + "=") != std::string::npos);
 	}
 	for (auto &k : keys) {
 		INFO(k);

@@ -231,3 +231,33 @@ TEST_CASE("before main() auto copies only to repair a warmed file, never a mostl
 	CHECK_FALSE(ht_policy_repair_now(0, 2 * mib));      // nothing kept: nothing warmed
 	CHECK_FALSE(ht_policy_repair_now(0, 0));
 }
+
+TEST_CASE("the preload's cheap look at the policy file: which text may set a key", "[policy]")
+{
+	auto may = [](const std::string &t) { return ht_conf_may_set(t.data(), t.size(), "min_code"); };
+
+	CHECK_FALSE(may(""));
+	CHECK_FALSE(may("# min_code = 2M\n"));
+	CHECK_FALSE(may("  \t#min_code=2M\n\n#\n"));
+	CHECK_FALSE(may("mode = auto\ncopy = never\n"));
+	CHECK_FALSE(may("min_cod\ne = 2M\n")); // the key cut by a line end
+	CHECK(may("min_code = 2M\n"));
+	CHECK(may("  min_code=2M"));           // no final newline
+	CHECK(may("mode = auto\n\tmin_code = 8M # more, but named\n"));
+	CHECK(may("programs = min_code\n"));    // any mention outside a comment: the full path decides
+	CHECK(may("min_code = nonsense\n"));    // conf.c refuses the file: still the full path's to say
+	// Whatever conf.c takes as min_code, the look sees: each line of a
+	// fuzzed set, parsed, against the look.
+	for (const char *line : { "min_code = 1M", " min_code =3M ", "min_code=2M#x", "min_code = 2M\r" }) {
+		static struct ht_conf c;
+		std::string t = std::string(line) + "\n";
+		char err[128];
+		INFO(line);
+		if (ht_conf_parse(t.data(), t.size(), &c, err, sizeof(err)) == 0 && (c.set & HT_CONF_MIN_CODE))
+			CHECK(may(t));
+	}
+	// Bytes past the length are never read: a key only after it is not seen.
+	std::string t = "mode = auto\nmin_code = 2M\n";
+	CHECK_FALSE(ht_conf_may_set(t.data(), 12, "min_code"));
+	CHECK_FALSE(ht_conf_may_set(t.data(), 12 + 7, "min_code"));
+}

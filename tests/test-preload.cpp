@@ -17,6 +17,7 @@
 
 extern "C" {
 #include "hugetext.h"
+#include "policy.h"
 }
 
 extern "C" const char *test_skip_reason(void)
@@ -149,6 +150,110 @@ TEST_CASE("a program with less than 2 MiB of code in every object: the preload o
 	// And so it is where an object has the code for a huge page.
 	calls = traced_files({ build_path("tests/bigtext-pie") }, { "LD_PRELOAD=" + preload() });
 	CHECK(calls.find(conf) != std::string::npos);
+}
+
+// The libc symbols the preload's constructor binds (lazily, at their first
+// call) when @prog starts under it with @env, as ld.so's LD_DEBUG=bindings
+// lists them after "calling init" of the preload.
+static std::vector<std::string> constructor_bindings(const std::string &prog, const std::vector<std::string> &env)
+{
+	std::vector<std::string> vars = { "LD_PRELOAD=" + preload(), "LD_DEBUG=bindings" };
+	vars.insert(vars.end(), env.begin(), env.end());
+	run_result r = run_cmd({ prog }, vars);
+	REQUIRE(r.status == 0);
+	std::istringstream in(r.err);
+	std::string line;
+	std::vector<std::string> names;
+	bool init = false;
+	while (std::getline(in, line)) {
+		if (line.find("calling init:") != std::string::npos)
+			init = line.find("libhugetext-preload.so") != std::string::npos;
+		size_t sym = line.find("symbol `");
+		if (init && sym != std::string::npos && line.find("binding file " + preload()) != std::string::npos)
+			names.push_back(line.substr(sym + 8, line.find('\'', sym + 8) - sym - 8));
+	}
+	return names;
+}
+
+// Runs @cmd (a shell command line) with /etc seen through an overlay that
+// holds @conf as /etc/hugetext.conf (root's, 0644), in a private mount
+// namespace: the machine's /etc is never touched.  Status 77: no overlay.
+static run_result with_policy(const std::string &conf, const std::string &cmd)
+{
+	std::string d = temp_path("etc-overlay");
+	REQUIRE(run_cmd({ "sh", "-c", "rm -rf " + d + " && mkdir -p " + d + "/u " + d + "/w" }).status == 0);
+	FILE *f = fopen((d + "/u/hugetext.conf").c_str(), "w");
+	REQUIRE(f);
+	fputs(conf.c_str(), f);
+	fclose(f);
+	chmod((d + "/u/hugetext.conf").c_str(), 0644);
+	run_result r = run_cmd({ "unshare", "-m", "sh", "-c",
+				 "mount --make-rprivate / && mount -t overlay overlay -o lowerdir=/etc,upperdir=" + d +
+					 "/u,workdir=" + d + "/w /etc || exit 77; " + cmd });
+	run_cmd({ "rm", "-rf", d });
+	return r;
+}
+
+TEST_CASE("between one 2 MiB page and min_code of code: the preload opens only the policy file, unless min_code "
+	  "is lowered",
+	  "[preload]")
+{
+	// bigtext-mid has 3 MiB of code (git has 2.55 MiB): no setting moves it
+	// unless min_code is lowered, which only the environment or the
+	// policy file can do.  So the constructor reads the file with raw
+	// system calls, and nothing of /proc.
+	if (!have_program("strace")) {
+		WARN("skipped: strace is not installed");
+		return;
+	}
+	std::string prog = build_path("tests/bigtext-mid");
+	// No libc function looked up: the constructor binds dl_iterate_phdr() alone.
+	CHECK(constructor_bindings(prog, {}) == std::vector<std::string>{ "dl_iterate_phdr" });
+	CHECK(constructor_bindings(prog, { "HUGETEXT_MIN_CODE=2M" }).size() > 1);
+	std::string calls = traced_files({ prog }, { "LD_PRELOAD=" + preload() });
+	INFO(calls);
+	CHECK(calls.find("/etc/hugetext.conf") != std::string::npos);
+	CHECK(calls.find("/proc/self/maps") == std::string::npos);
+	CHECK(calls.find("/proc/self/exe") == std::string::npos);
+	// HUGETEXT_MIN_CODE lowers it: the full path, and the code moves.
+	calls = traced_files({ prog }, { "LD_PRELOAD=" + preload(), "HUGETEXT_MIN_CODE=2M" });
+	CHECK(calls.find("/proc/self/maps") != std::string::npos);
+	run_result r = run_cmd({ prog, "smaps" }, { "LD_PRELOAD=" + preload(), "HUGETEXT_MIN_CODE=2M" });
+	REQUIRE(r.status == 0);
+	CHECK(line_value(r.out, "huge_kb") != "0");
+	r = run_cmd({ prog, "smaps" }, { "LD_PRELOAD=" + preload() });
+	REQUIRE(r.status == 0);
+	CHECK(line_value(r.out, "huge_kb") == "0");
+
+	// The policy file: a commented min_code changes nothing; a set one moves it.
+	std::string run = "LD_PRELOAD=" + preload() + " HUGETEXT_MODE=thp " + prog + " smaps";
+	r = with_policy("# min_code = 2M\nmode = auto\n", run);
+	if (r.status == 77) {
+		WARN("policy file cases skipped: no overlay over /etc in a private mount namespace");
+		return;
+	}
+	REQUIRE(r.status == 0);
+	CHECK(line_value(r.out, "huge_kb") == "0");
+	r = with_policy("min_code = 2M\n", run);
+	REQUIRE(r.status == 0);
+	CHECK(line_value(r.out, "huge_kb") != "0");
+	// A file too long for the cheap look takes the full path, which parses it.
+	std::string comments;
+	while (comments.size() <= HT_CONF_PEEK_BYTES)
+		comments += "# a comment line of the policy file, of no consequence\n";
+	r = with_policy(comments + "min_code = 2M\n", run);
+	REQUIRE(r.status == 0);
+	CHECK(line_value(r.out, "huge_kb") != "0");
+}
+
+TEST_CASE("the shipped policy file fits the preload's cheap look and sets no min_code", "[preload]")
+{
+	// Else every program between one 2 MiB page and min_code of code would
+	// take the full path on a machine with the package installed.
+	std::string conf = read_file(source_path("data/hugetext.conf"));
+	REQUIRE(!conf.empty());
+	CHECK(conf.size() <= HT_CONF_PEEK_BYTES);
+	CHECK(!ht_conf_may_set(conf.data(), conf.size(), "min_code"));
 }
 
 // The preload's ELF header, program headers and dynamic section, read from its file.

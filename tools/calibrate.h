@@ -37,6 +37,8 @@ struct hte_calib_point {
 	double ns_4k, ns_2m;    /* ns per step (median of rounds), code on 4 KiB / 2 MiB pages */
 	double lo, hi;          /* 95% interval of ns_4k / ns_2m */
 	int huge_ok;            /* the 2 MiB variant was really on huge pages */
+	unsigned pages;         /* distinct 4 KiB pages the loop runs through */
+	double ratio;           /* ns_4k / ns_2m, round by round (stats.h's estimate) */
 };
 
 #define HTE_CALIB_MAX_POINTS 8
@@ -48,6 +50,7 @@ struct hte_calib {
 	double walk_ns_per_page; /* the cost of one 4 KiB code translation missed, 0 unknown */
 	unsigned npoints;
 	struct hte_calib_point point[HTE_CALIB_MAX_POINTS];
+	unsigned rounds;        /* paired rounds the figures come from */
 };
 
 /*
@@ -56,6 +59,17 @@ struct hte_calib {
  * could not run at all (why says).
  */
 int hte_calibrate(struct hte_calib *c, double seconds);
+
+/*
+ * The figures and the verdict from @n rounds of the loop, as
+ * hte_calibrate() makes them: ns[L][0] and ns[L][1] the ns per jump of
+ * layout L (dense 64 pages, 4096 pages in 16 MiB, 4096 pages in 80 MiB)
+ * on 4 KiB and on 2 MiB pages, huge_ok[L] whether the 2 MiB run really
+ * was on huge pages.  Pure (the tests feed it made-up rounds).
+ * Returns: 0, or -1 when @n is too many.
+ */
+#define HTE_CALIB_LAYOUTS 3
+int hte_calib_judge(struct hte_calib *c, unsigned n, const double *const ns[][2], const int huge_ok[]);
 
 /*
  * The calibration of this boot: read from HTE_CALIB_PATH when it is
@@ -67,6 +81,9 @@ int hte_calib_get(struct hte_calib *c, int force, double seconds);
 /* Text for people (a few lines), and one JSON object. */
 void hte_calib_print(FILE *f, const struct hte_calib *c);
 void hte_calib_json(FILE *f, const struct hte_calib *c);
+
+/* "huge_gains", "no_gain", "no_huge", "unknown": the verdict's name in JSON. */
+const char *hte_calib_verdict_name(enum hte_calib_verdict v);
 
 /* Parses what hte_calib_json() wrote.  Returns: 0, or -1.  Pure. */
 int hte_calib_parse(const char *json, size_t len, struct hte_calib *c);

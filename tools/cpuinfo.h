@@ -51,6 +51,12 @@ struct hte_cpu {
  */
 int hte_cpu_decode(struct hte_cpu *c, const struct hte_cpuid_leaf *leaves, size_t n);
 
+/*
+ * Records this processor's leaves that hte_cpu_decode() reads, at most
+ * @max.  Returns: how many (0 without CPUID).
+ */
+size_t hte_cpu_record(struct hte_cpuid_leaf *out, size_t max);
+
 /* Reads this processor (CPUID where there is one).  Returns: 0, or -1. */
 int hte_cpu_read(struct hte_cpu *c);
 

@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "doctor.h"
 #include "hugetext.h"
 #include "ocihook.h"
 #include "serve.h"
@@ -22,7 +23,9 @@ static const struct {
 	{ "warm", hte_cmd_warm, "hugetext warm" },
 	{ "setup", hte_cmd_setup, "hugetext setup" },
 	{ "status", hte_cmd_status, "hugetext status" },
+	{ "doctor", hte_cmd_doctor, "hugetext doctor" },
 	{ "serve", hte_cmd_serve, "hugetext serve" },
+	{ "measure", hte_cmd_measure, "hugetext measure" },
 	{ "oci-hook", hte_cmd_oci_hook, "hugetext oci-hook" },
 };
 
@@ -52,9 +55,16 @@ static void usage(FILE *f)
 	      "  status [--json | --prometheus] [--min-code SIZE]\n"
 	      "        every process with code worth moving, how much of it is on huge\n"
 	      "        pages and how; the machine's pools and mounts\n"
+	      "  doctor [--json] [--calibrate]\n"
+	      "        what on this machine stands in the way of huge pages for code,\n"
+	      "        and what to do\n"
 	      "  serve [--socket PATH] [--state PATH]\n"
 	      "        the text service: warm or cache the code the preload's processes\n"
 	      "        offer, so that their later starts map it huge with no copy\n"
+	      "  measure [--runs N] [--json] [--copy] [--share] [--timeout S] -- CMD [ARG...]\n"
+	      "        run CMD plain and with hugetext, interleaved: its time against plain with\n"
+	      "        an interval, what was on huge pages and why (counters, footprint, the\n"
+	      "        machine's calibration)\n"
 	      "  oci-hook [--preload PATH] [--socket PATH] [--cache DIR] ...\n"
 	      "        the OCI hook of Podman and CRI-O (hooks.d): containers that ask get the\n"
 	      "        preload, the text service and the shared cache, with no change to\n"

@@ -79,6 +79,7 @@ int hte_cmd_check(int argc, char **argv);
 int hte_cmd_run(int argc, char **argv);
 int hte_cmd_pool(int argc, char **argv);
 int hte_cmd_warm(int argc, char **argv);
+int hte_cmd_measure(int argc, char **argv);
 
 /* --- edit.c: the listing, pure formatting --- */
 

@@ -1,7 +1,6 @@
 """Section 7: clang 14 compiling LLVM's headers (issue 13's workload)."""
-import math
-
 from .common import alt, fmt, ok, ratio, rfmt, verdict
+from .paired import cell, paired as shared_paired, values
 
 LABELS = {
     "plain": "plain, libraries in 4 KiB page-cache pages",
@@ -63,14 +62,17 @@ def intro(out, cl, rows):
           "or the run does not count and the row says why. The zero-configuration second compile is held "
           "against the hand set-up (steady state or the huge tmpfs cache) with the lower median, and its CPU "
           "against plain's, round by round: the median of the ratios of runs of the same round (the ratio of "
-          "the medians beside it; bench/notes.md says why).")
+          "the medians beside it; bench/notes.md says why). The paired column holds every row against plain "
+          "the same way, with `hugetext measure`'s statistics: decided when its 99.5% interval excludes 1 "
+          "(or lies within 2% of it), as measure's early stop decides.")
     out.w()
 
 
 def table(out, cl, rows):
     w = out.w
-    w("| variant | wall s | speed-up | CPU s (user+sys) | CPU speed-up | goal | what the last run's report showed |")
-    w("|---|---|---|---|---|---|---|")
+    w("| variant | wall s | speed-up | time / plain's, paired (95%) | CPU s (user+sys) | CPU speed-up | goal | "
+      "what the last run's report showed |")
+    w("|---|---|---|---|---|---|---|---|")
     plain = rows.get("plain")
     for k in cl.get("order", list(rows)):
         v = rows.get(k, {"na": "not measured"})
@@ -79,11 +81,12 @@ def table(out, cl, rows):
         if k != "plain":
             out.summary.append((f"clang -O2, {LABELS.get(k, k)}, speed-up", rfmt(r, 3),
                                 goal.split(":")[0], goal.split(": ")[-1] if goal else "-"))
-        w(f"| {LABELS.get(k, k)} | {fmt(v, nd=2)} | **{rfmt(r, 3)}** | {fmt(alt(v), nd=2)} | {rfmt(rc, 3)} | "
+        pc = "" if k == "plain" else cell(shared_paired(v, plain))
+        w(f"| {LABELS.get(k, k)} | {fmt(v, nd=2)} | **{rfmt(r, 3)}** | {pc} | {fmt(alt(v), nd=2)} | {rfmt(rc, 3)} | "
           f"{goal} | {claimed(k, (cl.get('last_report') or {}).get(k))} |")
         pr = v.get("problems") if isinstance(v, dict) else None
         if pr:
-            w(f"| | {v.get('failed_runs', 0)} run(s) did not count: {pr[0]} | | | | | |")
+            w(f"| | {v.get('failed_runs', 0)} run(s) did not count: {pr[0]} | | | | | | |")
     w()
 
 
@@ -112,34 +115,18 @@ def row_goal(k, v, r, rows):
     return ""
 
 
-def median_interval(xs):
-    """(lo, hi): where the median of what xs were drawn from lies, with at least 95% confidence.
+def paired(a, b, key=None):
+    """(ratio, interval, the sorted ratios) of a's values / b's, round by round; None when the rounds do
+    not pair (a run that did not count leaves no value, so the lists would shift).
 
-    Distribution-free: the k-th smallest and k-th largest of n values, k the
-    largest with P(Binomial(n, 1/2) < k) <= 2.5%.  None below 6 values.
+    The ratio and its 95% interval are `hugetext measure`'s (reportlib/paired.py): the Hodges-Lehmann
+    estimate of the paired log-ratios and the exact Wilcoxon signed-rank interval.
     """
-    xs, n = sorted(xs), len(xs)
-    k, tail = 0, 0.0
-    while k < n // 2:
-        tail += math.comb(n, k) / 2 ** n
-        if tail > 0.025:
-            break
-        k += 1
-    return (xs[k - 1], xs[n - k]) if k else None
-
-
-def paired(a, b):
-    """(median, interval, the sorted ratios) of a's value / b's value, round by round; None when the rounds
-    do not pair.
-
-    A run that did not count leaves no value, so the lists would shift.
-    """
-    av, bv = (a or {}).get("values") or [], (b or {}).get("values") or []
-    if not av or len(av) != len(bv) or (a or {}).get("failed_runs") or (b or {}).get("failed_runs"):
+    p = shared_paired(a, b, key)
+    if not p:
         return None
-    rs = sorted(x / y for x, y in zip(av, bv))
-    n = len(rs)
-    return (rs[n // 2] if n % 2 else (rs[n // 2 - 1] + rs[n // 2]) / 2), median_interval(rs), rs
+    av, bv = values(a, key), values(b, key)
+    return p["ratio"], ((p["lo"], p["hi"]) if p.get("lo") else None), sorted(x / y for x, y in zip(av, bv))
 
 
 def ci(iv):
@@ -161,7 +148,7 @@ def zc_second_goal(v, rows):
         return "within 1% of the best hand set-up, CPU ≤ plain: n/a"
     best = min(hand, key=lambda h: rows[h]["median"])
     by_medians = (v["median"] / rows[best]["median"], alt(v)["median"] / alt(plain)["median"])
-    pt, pc = paired(v, rows[best]), paired(alt(v), alt(plain))
+    pt, pc = paired(v, rows[best]), paired(v, plain, "cpu")
     by_round = (pt[0], pc[0]) if pt and pc else None
     used = by_round or by_medians
     met = used[0] <= 1.01 and used[1] <= 1.0
@@ -237,9 +224,9 @@ def paired_with_steady(out, rows):
     out.w(f"The second compile against the steady state's run of the same round (the same state: the libraries "
           f"in warmed 2 MiB page-cache pages, nothing copied), round by round: median {p[0]:.3f}x its time "
           f"[{rs[0]:.3f}–{rs[-1]:.3f}] over {len(rs)} rounds{ci(p[1])}. Pairing removes the machine's drift "
-          "between rounds; the spread left is the runs' own noise (here most of it: bench/notes.md). The interval (distribution-free, from the "
-          "ranks of the ratios) is where the median lies with 95% confidence: a goal inside it is neither "
-          "shown met nor shown missed by this run.")
+          "between rounds; the spread left is the runs' own noise (here most of it: bench/notes.md). The ratio and "
+          "its interval are `hugetext measure`'s (the Hodges-Lehmann estimate of the paired log-ratios, the exact "
+          "Wilcoxon signed-rank interval, 95%): a goal inside it is neither shown met nor shown missed by this run.")
     out.w()
 
 

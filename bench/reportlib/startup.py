@@ -2,6 +2,7 @@
 import os
 
 from .common import alt, fmt, na, ok, plt, ratio, rfmt, verdict
+from .paired import cell, paired
 
 LABELS = {"plain": "plain `node -e 0`", "preload-off": "preload loaded, HUGETEXT_MODE=off",
           "thp": "hugetext, THP copy", "thp-async": "hugetext, THP copy, HUGETEXT_ASYNC=1 (background)",
@@ -62,15 +63,23 @@ def node_table(out, nd, order):
       "and copies nothing at start (its claim): the last, partial 2 MiB, which no read-back can put on "
       "a 2 MiB page, is left to the deferred copy. Its ratio is to the plain start of the same file.")
     w()
-    w("| variant | wall ms | / plain | CPU ms (user+sys) | / plain | target (on wall time) |")
-    w("|---|---|---|---|---|---|")
+    w("| variant | wall ms | / plain | / plain, paired (95%) | CPU ms (user+sys) | / plain | target (on wall time) |")
+    w("|---|---|---|---|---|---|---|")
     plain = nd.get("plain")
     nl = ratio(nd.get("node-largepages"), plain)
     for k in order:
         v = nd.get(k, {"na": "not measured"})
-        r = ratio(v, nd.get("default-plain") if k == "default" else plain)
+        base = nd.get("default-plain") if k == "default" else plain
+        r = ratio(v, base)
         t = target(out, k, r, nl)
-        w(f"| {LABELS.get(k, k)} | {fmt(v)} | {rfmt(r)} | {fmt(alt(v))} | {rfmt(ratio(alt(v), alt(plain)))} | {t} |")
+        pc = "" if k == "plain" else cell(paired(v, base))
+        w(f"| {LABELS.get(k, k)} | {fmt(v)} | {rfmt(r)} | {pc} | {fmt(alt(v))} | "
+          f"{rfmt(ratio(alt(v), alt(plain)))} | {t} |")
+    w()
+    w("The paired column: each row against plain round by round (the default row against the plain start of "
+      "its own file), with `hugetext measure`'s statistics (tools/stats.c through `hugetext measure --stats`: "
+      "the Hodges-Lehmann estimate of the paired log-ratios, the exact Wilcoxon signed-rank interval; decided "
+      "when the 99.5% interval excludes 1, or lies within 2% of it).")
     w()
 
 

@@ -79,7 +79,9 @@ def summary_of(res):
     for label, row in ((res.get("small") or {}).get("programs") or {}).items():
         for k, name in (("default", "default"), ("match-all", "MATCH=.")):
             gl = (row.get(k) or {}).get("goal") if isinstance(row, dict) else None
-            if gl:
+            if gl and "interval_ms" in gl:
+                out[f"`{label}`, preload {name} − empty preload"] = f"{gl['diff_ms']:+.3f} ms"
+            elif gl and "interval_ms" not in gl and "verdict" not in gl:
                 out[f"`{label}`, preload {name} − plain"] = f"{gl['diff_ms']:+.3f} ms ({gl['ratio']:.3f}x)"
     rows_ = (res.get("clang") or {}).get("rows") or {}
     for k, lab in CLANG_LABELS.items():

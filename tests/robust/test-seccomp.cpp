@@ -262,3 +262,61 @@ TEST_CASE("under a filter, HUGETEXT_ASYNC=1 moves the code before main() instead
 	CHECK(lines[0]["status"] == "ok");
 	CHECK(lines[0]["huge_bytes"] == lines[0]["bytes"]);
 }
+
+namespace {
+
+// `bigtext-pie spin 300 WAIT [threaded]` under @rules with the default copy
+// policy and a wait set to 0 (which, without a filter, starts our thread
+// at once): its output, and the report's lines.
+prog_result spin_filtered(const std::string &rules, bool threaded, const std::string &report)
+{
+	std::vector<std::string> env = { ld_preload_hugetext(), "HUGETEXT_REPORT=" + report, "HUGETEXT_MODE=thp",
+					 "HUGETEXT_COPY=auto", "HUGETEXT_COPY_AFTER_MS=0", "HUGETEXT_PAGE_CACHE=0" };
+	std::vector<std::string> cmd = { pie(), "spin", "300", threaded ? "20000" : "0" };
+	if (threaded)
+		cmd.push_back("threaded");
+	unlink(report.c_str());
+	prog_result r = run_prog(filtered(env, rules, cmd));
+	INFO(rules << ": " << r.err);
+	CHECK(r.status == 0);
+	CHECK(r.err.empty());
+	CHECK(line_value(r.out, "spin_sum_odd") != "");
+	return r;
+}
+
+} // namespace
+
+// Podman's, Docker's and Kubernetes' RuntimeDefault profiles answer clone3
+// with ENOSYS (glibc falls back to clone) and let threads be made.
+TEST_CASE("under a container's filter the copy is deferred, and made in our thread once the program has made one",
+	  "[seccomp][threads]")
+{
+	std::string report = temp_path("seccomp-spin.json");
+	prog_result r = spin_filtered("clone3:38,memfd", true, report);
+	CHECK(std::stoul(line_value(r.out, "spin_huge_kb")) > 0);
+	auto lines = read_report_json(report);
+	unlink(report.c_str());
+	REQUIRE(lines.size() >= 2);
+	// The start deferred it (not "copy is never"); our thread then moved it.
+	CHECK(lines[0]["status"] == "skipped");
+	CHECK(lines[0]["error"] == ht_error_str(HT_E_DEFERRED));
+	CHECK(!ok_lines(lines).empty());
+}
+
+TEST_CASE("under a filter, a program that makes no thread of its own never gets ours", "[seccomp][threads]")
+{
+	// The wait set by hand starts our thread at once where no filter is:
+	// under one, nothing says that a thread may be made without being killed.
+	for (const char *rules : { "clone3:38,memfd", "clone:kill,clone3:kill" }) {
+		std::string report = temp_path("seccomp-single.json");
+		prog_result r = spin_filtered(rules, false, report);
+		INFO(rules);
+		CHECK(line_value(r.out, "threads") == "1");
+		CHECK(line_value(r.out, "single_threaded") == "1");
+		CHECK(line_value(r.out, "spin_huge_kb") == "0");
+		auto lines = read_report_json(report);
+		unlink(report.c_str());
+		REQUIRE(lines.size() == 1);
+		CHECK(lines[0]["error"] == ht_error_str(HT_E_DEFERRED));
+	}
+}

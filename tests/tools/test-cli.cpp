@@ -9,7 +9,7 @@
 
 namespace {
 
-const char *const commands[] = { "edit", "check", "run", "pool" };
+const char *const commands[] = { "edit", "check", "run", "pool", "measure" };
 
 // The long options a command's --help lists ("  --name" at a line's start).
 std::vector<std::string> long_options(const std::string &help)

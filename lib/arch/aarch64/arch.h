@@ -74,4 +74,23 @@ static inline const unsigned char *ht_arch_return_site(const unsigned char *p, s
 	return ht_a64_return_site(p, n);
 }
 
+/*
+ * A system call by number, with nothing of libc in between: the
+ * preload's cheapest path (preload.c) makes a few before it has looked
+ * anything up in libc.  Returns the kernel's answer: >= 0, or -errno
+ * (errno is not touched).
+ */
+#define HT_ARCH_RAW_SYSCALL 1
+
+static inline long ht_arch_syscall3(long nr, long a, long b, long c)
+{
+	register long x8 __asm__("x8") = nr;
+	register long x0 __asm__("x0") = a;
+	register long x1 __asm__("x1") = b;
+	register long x2 __asm__("x2") = c;
+
+	__asm__ volatile("svc #0" : "+r"(x0) : "r"(x8), "r"(x1), "r"(x2) : "memory", "cc");
+	return x0;
+}
+
 #endif

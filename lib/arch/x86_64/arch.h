@@ -47,4 +47,20 @@ static inline const unsigned char *ht_arch_return_site(const unsigned char *p, s
 	return NULL;
 }
 
+/*
+ * A system call by number, with nothing of libc in between: the
+ * preload's cheapest path (preload.c) makes a few before it has looked
+ * anything up in libc.  Returns the kernel's answer: >= 0, or -errno
+ * (errno is not touched).
+ */
+#define HT_ARCH_RAW_SYSCALL 1
+
+static inline long ht_arch_syscall3(long nr, long a, long b, long c)
+{
+	long ret;
+
+	__asm__ volatile("syscall" : "=a"(ret) : "a"(nr), "D"(a), "S"(b), "d"(c) : "rcx", "r11", "memory");
+	return ret;
+}
+
 #endif
