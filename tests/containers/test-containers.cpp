@@ -419,6 +419,9 @@ void make_canary()
 std::string host_snapshot()
 {
 	std::string s;
+	std::error_code ec;
+	if (!fs::is_directory(canary, ec))
+		make_canary();
 	for (auto &e : fs::recursive_directory_iterator(canary)) {
 		struct stat st;
 		lstat(e.path().c_str(), &st);
