@@ -21,6 +21,16 @@
 # /var/cache/apt/archives): the README's own apt-get command still installs
 # every package, it only downloads less.  Nothing else is cached.
 #
+# Then, once (with /tmp on the first of --tmp's kinds), every other command
+# the README shows, in the order a new user takes them: one program under
+# the preload, doctor, status, measure, the Debian package, the machine's
+# /etc/ld.so.preload, and a container that asks (in an image made there
+# from the root's own cat and its libraries, with this VM kind's Podman
+# settings; its maps must show the preload).  A ```sh block of the README
+# that names none of these steps fails the check: every command it shows
+# runs here.  --only readme runs only these (after the demo command's
+# build).
+#
 # Prints, for each /tmp, one line per command with its exit status (and
 # the suite's counts), and last "fresh: N passed, N failed, N skipped":
 # each command that exited 0 is one pass, each that did not one failure,
@@ -51,7 +61,7 @@ done
 for t in $tmps; do
 	case $t in disk | tmpfs) ;; *) die "--tmp takes disk and tmpfs, not $t" ;; esac
 done
-case $only in '' | demo | test) ;; *) die "--only takes demo or test" ;; esac
+case $only in '' | demo | test | readme) ;; *) die "--only takes demo, test or readme" ;; esac
 
 # The README's command after the line "<!-- NAME -->", as .ci/run reads it.
 readme_command() {
@@ -61,6 +71,36 @@ readme_command() {
 demo_cmd=$(readme_command demo-command)
 test_cmd=$(readme_command test-command)
 [ -n "$demo_cmd" ] && [ -n "$test_cmd" ] || die "README.md has no demo-command or test-command"
+
+# The README's other commands, in the order they run here (a user's order:
+# the package before the line that names its preload, the container last).
+readme_steps="program doctor status measure deb machine container"
+# Every ```sh block of the README must be one of the steps run here.
+untagged=$(awk 'prev !~ /^<!-- [a-z]+-command -->$/ && /^```sh/ {print NR} {prev = $0}' "$repo/README.md")
+[ -z "$untagged" ] && tags=$(grep -o '^<!-- [a-z]*-command -->$' "$repo/README.md" | sed 's/<!-- \(.*\)-command -->/\1/')
+for t in ${tags:-}; do
+	case " demo test $readme_steps " in *" $t "*) ;; *) untagged="${untagged} $t" ;; esac
+done
+[ -z "$untagged" ] || die "README.md shows commands this check does not run (lines or tags: $untagged)"
+
+# The container step: an image of the root's own cat, made there, with the
+# Podman settings this VM kind needs (issue 37: cgroupfs, no default
+# ulimits, runc), then the README's command with IMAGE CMD standing for it;
+# the container's maps must show the preload.
+container_step() {
+	local readme=$1
+	cat <<EOS
+set -e
+mkdir -p /etc/containers
+printf '[containers]\\ndefault_ulimits = []\\n[engine]\\ncgroup_manager = "cgroupfs"\\nruntime = "runc"\\nevents_logger = "file"\\n' > /etc/containers/containers.conf
+d=\$(mktemp -d)
+for f in /bin/cat \$(ldd /bin/cat | grep -o '/[^ ]*'); do mkdir -p \$d\$(dirname \$f); cp -L \$f \$d\$f; done
+mkdir -p \$d/etc \$d/proc \$d/run
+tar -C \$d -cf \$d.tar . && podman import -q \$d.tar localhost/hugetext-fresh:1 > /dev/null
+out=\$(${readme//IMAGE CMD/--rm localhost/hugetext-fresh:1 /bin/cat /proc/self/maps})
+echo "\$out" | grep -F /run/hugetext/libhugetext-preload.so
+EOS
+}
 
 # The pristine root, made once.  debootstrap needs only Debian's archive.
 pristine=$cache/bookworm-debootstrap.tar
@@ -93,12 +133,14 @@ configure_apt() {
 # Runs one README command in the root; its output goes to LOG.
 in_root() {
 	local root=$1 tmp=$2 cmd=$3 log=$4
-	unshare --mount --propagation private bash -s "$root" "$tmp" "$cmd" "$cache/archives" > "$log" 2>&1 <<'EOF'
+	unshare --mount --propagation private bash -s "$root" "$tmp" "$cmd" "$cache/archives" "${CGROUPS:-0}" > "$log" 2>&1 <<'EOF'
 set -e
-root=$1 tmp=$2 cmd=$3 archives=$4
+root=$1 tmp=$2 cmd=$3 archives=$4 cgroups=$5
 mount --bind "$root" "$root"
 mount -t proc proc "$root/proc"
 mount -t sysfs sysfs "$root/sys"
+# Podman's containers need the cgroups (the README's container step only).
+[ "$cgroups" = 1 ] && mount --rbind /sys/fs/cgroup "$root/sys/fs/cgroup"
 mount -t devtmpfs devtmpfs "$root/dev"
 mkdir -p "$root/dev/pts" "$root/dev/shm"
 mount -t devpts -o newinstance,ptmxmode=0666 devpts "$root/dev/pts"
@@ -169,6 +211,24 @@ for tmp in $tmps; do
 		echo "fresh: /tmp on $tmp: the $which command exited $rc in ${took}s$counts (log: $log)"
 		[ $rc -ne 0 ] && tail -20 "$log" | sed "s/^/fresh: $tmp: | /"
 	done
+	if [ "$tmp" = "${tmps%% *}" ] && { [ -z "$only" ] || [ "$only" = readme ]; }; then
+		if [ "$only" = readme ]; then
+			in_root "$root" "$tmp" "$demo_cmd" "$cache/$tmp-demo.log" || die "the demo command failed (see $cache/$tmp-demo.log)"
+			stop_in_root "$root"
+		fi
+		for step in $readme_steps; do
+			cmd=$(readme_command "$step-command")
+			[ "$step" = container ] && cmd=$(container_step "$cmd")
+			log=$cache/$tmp-$step.log
+			start=$(date +%s)
+			CGROUPS=$([ "$step" = container ] && echo 1 || echo 0) in_root "$root" "$tmp" "$cmd" "$log"
+			rc=$?
+			stop_in_root "$root"
+			if [ $rc -eq 0 ]; then pass=$((pass + 1)); else fail=$((fail + 1)); fi
+			echo "fresh: /tmp on $tmp: the README's $step command exited $rc in $(($(date +%s) - start))s (log: $log)"
+			[ $rc -ne 0 ] && tail -20 "$log" | sed "s/^/fresh: $tmp: | /"
+		done
+	fi
 	[ $keep = 1 ] || rm -rf "$root"
 done
 echo "fresh: $pass passed, $fail failed, $skip skipped"
