@@ -26,7 +26,8 @@
 # the preload, doctor, status, measure, the Debian package, the machine's
 # /etc/ld.so.preload, and a container that asks (in an image made there
 # from the root's own cat and its libraries, with this VM kind's Podman
-# settings; its maps must show the preload).  A ```sh block of the README
+# settings, Podman installed first where the test command has not; its
+# maps must show the preload).  A ```sh block of the README
 # that names none of these steps fails the check: every command it shows
 # runs here.  --only readme runs only these (after the demo command's
 # build).
@@ -91,6 +92,7 @@ container_step() {
 	local readme=$1
 	cat <<EOS
 set -e
+command -v podman > /dev/null || apt-get install -y -q podman runc > /dev/null
 mkdir -p /etc/containers
 printf '[containers]\\ndefault_ulimits = []\\n[engine]\\ncgroup_manager = "cgroupfs"\\nruntime = "runc"\\nevents_logger = "file"\\n' > /etc/containers/containers.conf
 d=\$(mktemp -d)
