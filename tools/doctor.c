@@ -77,6 +77,7 @@ struct doctor {
 	char conf_err[512];
 	int run_fd;                /* /run/hugetext, opened safely; -1 */
 	const char *run_refusal;   /* why it was not opened, or NULL */
+	char run_why[96];          /* run_refusal when /run itself was refused */
 	struct hte_doc_preload preload;
 	int force_calib;
 };
@@ -129,8 +130,11 @@ static void open_run_dir(struct doctor *g)
 	run = open_trusted_dir(root, "run", &g->run_refusal);
 	close(root);
 	if (run < 0) {
-		if (g->run_refusal)
-			g->run_refusal = "/run is not a root-owned directory";
+		/* Said of /run itself, with its reason: "/run/hugetext is <why>" would blame the wrong one. */
+		if (g->run_refusal) {
+			snprintf(g->run_why, sizeof(g->run_why), "under a /run that is %s", g->run_refusal);
+			g->run_refusal = g->run_why;
+		}
 		return;
 	}
 	g->run_fd = open_trusted_dir(run, "hugetext", &g->run_refusal);

@@ -10,8 +10,8 @@
 # for each run; this repository's HEAD is cloned into its /root/hugetext
 # (root's home is mode 700 there, as on Debian); then, in a mount
 # namespace of its own with / a mount point, proc, sys, devtmpfs, devpts,
-# tmpfs on /run and /dev/shm, and /tmp on the root's disk or on a tmpfs,
-# the README's demo command and then its test command run in a chroot,
+# tmpfs on /run (mode 755, as systemd mounts it) and /dev/shm, and /tmp
+# on the root's disk or on a tmpfs, the README's demo command and then its test command run in a chroot,
 # each verbatim, from the clone, with a login's bare environment.
 #
 # Only what reaches Debian's archive comes from this machine: its package
@@ -146,7 +146,7 @@ mount -t sysfs sysfs "$root/sys"
 mount -t devtmpfs devtmpfs "$root/dev"
 mkdir -p "$root/dev/pts" "$root/dev/shm"
 mount -t devpts -o newinstance,ptmxmode=0666 devpts "$root/dev/pts"
-mount -t tmpfs tmpfs "$root/run"
+mount -t tmpfs -o mode=755 tmpfs "$root/run"
 mount -t tmpfs -o mode=1777 tmpfs "$root/dev/shm"
 [ "$tmp" = tmpfs ] && mount -t tmpfs -o mode=1777 tmpfs "$root/tmp"
 mount --bind "$archives" "$root/var/cache/apt/archives"
