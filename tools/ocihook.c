@@ -85,6 +85,7 @@ struct inject {
 	int proc;           /* /proc, opened on the host */
 	int pidfd;
 	int mntns;          /* the container's mount namespace */
+	int croot;          /* its process's root directory (/proc/PID/root) */
 	int pre_fd;         /* the host's preload, read */
 	int pre_tree;       /* its clone, detached */
 	int sock_tree;      /* the socket's clone, or -1 */
@@ -520,6 +521,17 @@ static int target_process(struct hook *h, struct inject *in)
 	if (in->mntns < 0 || fstat(in->mntns, &ns) < 0 || fstatat(in->proc, "self/ns/mnt", &own, 0) < 0)
 		return -ESRCH;
 	h->rec->mntns = (unsigned long long)ns.st_ino;
+	/*
+	 * setns() puts the caller at the root of the namespace's mounts, which
+	 * is not where the engine runs when it runs in a chroot (a build root,
+	 * a machine's image): the container's process still sees the engine's
+	 * root, and the rootfs path is the engine's.  Its root is taken now,
+	 * and entered after setns().
+	 */
+	snprintf(rel, sizeof(rel), "%ld/root", pid);
+	in->croot = openat(in->proc, rel, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (in->croot < 0)
+		return -ESRCH;
 	snprintf(rel, sizeof(rel), "%ld/uid_map", pid);
 	if (read_proc(in->proc, rel, 65536, &buf, &len) == 0) {
 		hte_userns_name(buf, len, h->rec->userns, sizeof(h->rec->userns));
@@ -1141,6 +1153,10 @@ static int container_side(struct hook *h, struct inject *in, char *why, size_t c
 		whyf(why, cap, "cannot enter its mount namespace (setns): %s", strerror(errno));
 		return -1;
 	}
+	if (fchdir(in->croot) < 0 || chroot(".") < 0) {
+		whyf(why, cap, "cannot take its process's root: %s", strerror(errno));
+		return -1;
+	}
 	if (in->cfg.root[0] == '/')
 		snprintf(path, sizeof(path), "%s", in->cfg.root);
 	else
@@ -1192,7 +1208,7 @@ static void injected_reason(struct hook *h, struct inject *in, const char *novie
 
 static int do_inject(struct hook *h)
 {
-	struct inject in = { .proc = -1, .pidfd = -1, .mntns = -1, .pre_fd = -1, .pre_tree = -1,
+	struct inject in = { .proc = -1, .pidfd = -1, .mntns = -1, .croot = -1, .pre_fd = -1, .pre_tree = -1,
 			     .sock_tree = -1, .view_tree = -1, .cfd = -1, .root = -1, .etc = -1, .run = -1,
 			     .run_ht = -1, .etc_pre = -1 };
 	char why[1024] = "";
