@@ -180,6 +180,11 @@ static void owner_of(int dirfd, const char *name, char *out, size_t cap)
 		close(fd);
 }
 
+static int64_t ns_of(const struct timespec *t)
+{
+	return (int64_t)t->tv_sec * 1000000000 + t->tv_nsec;
+}
+
 /* The published entries of shared/ (@dirfd): malloc'ed, their number in *@n. */
 static struct entry *list_entries(int dirfd, size_t *n)
 {
@@ -207,7 +212,8 @@ static struct entry *list_entries(int dirfd, size_t *n)
 		    fstatat(dirfd, d->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(st.st_mode))
 			continue;
 		memcpy(x->name, d->d_name, len + 1);
-		x->e = (struct hte_cache_entry){ st.st_atim.tv_sec, st.st_mtim.tv_sec, (uint64_t)st.st_blocks * 512, -1 };
+		/* Nanoseconds: two fills a moment apart are still ordered. */
+		x->e = (struct hte_cache_entry){ ns_of(&st.st_atim), ns_of(&st.st_mtim), (uint64_t)st.st_blocks * 512, -1 };
 		x->ino = st.st_ino;
 		x->nlink = st.st_nlink;
 		owner_of(dirfd, d->d_name, x->owner, sizeof(x->owner));
@@ -655,11 +661,14 @@ void sweep_views(void)
 
 	while (c && (v = readdir(c))) {
 		struct stat st;
+		int state;
 
-		if (v->d_name[0] == '.' || fstatat(cfd, v->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISDIR(st.st_mode))
+		if (v->d_name[0] == '.' || fstatat(cfd, v->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISDIR(st.st_mode) ||
+		    !hte_id_valid(v->d_name))
 			continue;
-		/* A view with no live record: its container stopped, or is being made (the grace). */
-		if (!hte_id_valid(v->d_name) || container_live(v->d_name) || now - st.st_ctim.tv_sec < VIEW_GRACE_S)
+		/* A record whose init is gone: stopped.  No record: stopped, or being made (the grace). */
+		state = container_state(v->d_name);
+		if (state == 1 || (state < 0 && now - st.st_ctim.tv_sec < VIEW_GRACE_S))
 			continue;
 		remove_view(cfd, v->d_name);
 	}

@@ -206,7 +206,15 @@ const char *find_real_file(struct pending *p);
  * @id (HTE_ID_MAX + 1 bytes).  Returns 1 (found, its init runs), 0 when none.
  */
 int container_of_mntns(unsigned long long mntns, char *id, int *has_view);
+/*
+ * The same by the network namespace of the sender's socket (for a sender
+ * that has gone before its mount namespace was looked at): the one live
+ * record whose init is in @netns, never the host's.  Returns 1 or 0.
+ */
+int container_of_netns(unsigned long long netns, char *id, int *has_view);
 /* Whether the container @id has a live record (its init runs). */
 int container_live(const char *id);
+/* 1: @id's record is there and its init runs; 0: the record is there, its init is gone; -1: no record. */
+int container_state(const char *id);
 
 #endif

@@ -26,7 +26,9 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/sockios.h>
 #include <sys/epoll.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
@@ -269,12 +271,25 @@ static unsigned long long mntns_of(pid_t pid)
 	return stat(path, &st) == 0 ? (unsigned long long)st.st_ino : 0;
 }
 
+/* The network namespace of the connection @c's peer (its socket's, as the kernel keeps it), 0 when unknown. */
+static unsigned long long netns_of(int c)
+{
+	struct stat st;
+	int ns = ioctl(c, SIOCGSKNS);
+	unsigned long long ino = ns >= 0 && fstat(ns, &st) == 0 ? (unsigned long long)st.st_ino : 0;
+
+	if (ns >= 0)
+		close(ns);
+	return ino;
+}
+
 /*
  * An offer of the right shape: the file's own checks, then the dedup,
- * then (for a new file only) the sender's container: one stat in /proc.
- * Queued for the worker, or refused.  Owns @fd.
+ * then (for a new file only) the sender's container: one stat in /proc,
+ * or, when the sender has gone already, the network namespace of its
+ * connection @c.  Queued for the worker, or refused.  Owns @fd.
  */
-static void offer_cheap(int fd, const struct ht_offer *m, const struct ucred *who, int uc)
+static void offer_cheap(int fd, const struct ht_offer *m, const struct ucred *who, int uc, int c)
 {
 	struct pending p = { .fd = fd, .real = -1, .m = *m, .uid = who->uid, .sender = who->pid,
 			     .wait_s = RETRY_S, .until = time(NULL) + KEEP_TRYING_S, .client = uc };
@@ -304,7 +319,8 @@ static void offer_cheap(int fd, const struct ht_offer *m, const struct ucred *wh
 		return;
 	}
 	p.mntns = mntns_of(who->pid);
-	if (p.mntns && container_of_mntns(p.mntns, id, &has_view)) {
+	if ((p.mntns && container_of_mntns(p.mntns, id, &has_view)) ||
+	    (!p.mntns && container_of_netns(netns_of(c), id, &has_view))) {
 		if (has_view)
 			snprintf(p.view_id, sizeof(p.view_id), "%s", id);
 		pthread_mutex_lock(&srv.mu);
@@ -346,10 +362,11 @@ static int read_offer(int c, const struct ucred *who, int uc)
 
 	if (n < 0 && (errno == EAGAIN || errno == EINTR))
 		return 0;
-	close(c);
 	/* Closed with nothing said: nothing to count but the connection. */
-	if (n <= 0)
+	if (n <= 0) {
+		close(c);
 		return 1;
+	}
 	for (struct cmsghdr *h = CMSG_FIRSTHDR(&msg); h; h = CMSG_NXTHDR(&msg, h)) {
 		if (h->cmsg_level != SOL_SOCKET || h->cmsg_type != SCM_RIGHTS)
 			continue;
@@ -373,9 +390,11 @@ static int read_offer(int c, const struct ucred *who, int uc)
 		pthread_mutex_unlock(&srv.mu);
 		if (fd >= 0)
 			close(fd);
+		close(c);
 		return 1;
 	}
-	offer_cheap(fd, &m, who, uc);
+	offer_cheap(fd, &m, who, uc, c);
+	close(c);
 	return 1;
 }
 

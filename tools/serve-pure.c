@@ -73,11 +73,16 @@ static int by_eviction(const void *x, const void *y)
 {
 	const struct hte_entry_age *a = &order_of[*(const size_t *)x], *b = &order_of[*(const size_t *)y];
 
+	int64_t p, q;
+
 	if (unused(a) != unused(b))
 		return unused(a) ? -1 : 1;
-	if (unused(a))
-		return a->mtime < b->mtime ? -1 : a->mtime > b->mtime;
-	return a->atime < b->atime ? -1 : a->atime > b->atime;
+	p = unused(a) ? a->mtime : a->atime;
+	q = unused(a) ? b->mtime : b->atime;
+	if (p != q)
+		return p < q ? -1 : 1;
+	/* The same time: the order they were listed in, so that the sort is the same every time. */
+	return *(const size_t *)x < *(const size_t *)y ? -1 : *(const size_t *)x > *(const size_t *)y;
 }
 
 void hte_eviction_order(const struct hte_entry_age *e, size_t n, size_t *idx)

@@ -123,8 +123,9 @@ static int try_layers(const struct hte_ovl_mount *o, struct pending *p, const ch
 			close(fd);
 			return NOT_HERE;
 		}
+		/* Opened for reading only now that it is known to be a regular file (no device is opened). */
 		snprintf(self, sizeof(self), "/proc/self/fd/%d", fd);
-		rfd = open(self, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+		rfd = open(self, O_RDONLY | O_CLOEXEC);
 		close(fd);
 		if (rfd < 0) {
 			*why = "cannot open the overlay's lower file";
@@ -210,6 +211,7 @@ struct rec {
 	struct hte_record r;
 	double checked; /* when its init was last looked at */
 	int live;
+	unsigned long long netns; /* its init's network namespace, 0 when unknown */
 };
 
 static struct {
@@ -217,7 +219,7 @@ static struct {
 	struct rec r[RECORDS_MAX];
 	unsigned n;
 	struct timespec dir_mtime;
-	double loaded;
+	ino_t dir_ino;
 } R = { .mu = PTHREAD_MUTEX_INITIALIZER };
 
 /* A record file: root's, written by nobody else, small.  Returns: 0, or -1. */
@@ -238,30 +240,30 @@ static int read_record(int dir, const char *name, struct hte_record *out)
 	return n > 0 && hte_record_parse(buf, (size_t)n, out) == 0 ? 0 : -1;
 }
 
-/* Reads the records again when their directory changed (or half a second went by).  Under R.mu. */
-static void load_records(double now)
+/* Reads the records again when their directory changed (a record is written by a rename).  Under R.mu. */
+static void load_records(void)
 {
 	struct stat st;
 	struct dirent *e;
 	DIR *d;
 	int fd;
 
-	if (now - R.loaded < 0.5)
-		return;
-	R.loaded = now;
 	fd = open(srv.records, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	/* Only root's own directory: a user's records would say anything. */
 	if (fd < 0 || fstat(fd, &st) < 0 || st.st_uid != 0 || (st.st_mode & 022)) {
 		if (fd >= 0)
 			close(fd);
 		R.n = 0;
+		R.dir_ino = 0;
 		return;
 	}
-	if (st.st_mtim.tv_sec == R.dir_mtime.tv_sec && st.st_mtim.tv_nsec == R.dir_mtime.tv_nsec && R.n) {
+	if (st.st_mtim.tv_sec == R.dir_mtime.tv_sec && st.st_mtim.tv_nsec == R.dir_mtime.tv_nsec &&
+	    st.st_ino == R.dir_ino) {
 		close(fd);
 		return;
 	}
 	R.dir_mtime = st.st_mtim;
+	R.dir_ino = st.st_ino;
 	R.n = 0;
 	d = fdopendir(fd);
 	if (!d) {
@@ -298,6 +300,12 @@ static int rec_live(struct rec *x, double now)
 	snprintf(path, sizeof(path), "/proc/%ld/stat", x->r.pid);
 	n = ht_sys_read_file_into(path, buf, sizeof(buf));
 	x->live = n > 0 && hte_proc_start_time(buf, (size_t)n, &start) == 0 && start == x->r.pid_start;
+	if (x->live && !x->netns) {
+		struct stat st;
+
+		snprintf(path, sizeof(path), "/proc/%ld/ns/net", x->r.pid);
+		x->netns = stat(path, &st) == 0 ? (unsigned long long)st.st_ino : 0;
+	}
 	return x->live;
 }
 
@@ -307,7 +315,7 @@ int container_of_mntns(unsigned long long mntns, char *id, int *has_view)
 	int found = 0;
 
 	pthread_mutex_lock(&R.mu);
-	load_records(now);
+	load_records();
 	for (unsigned i = 0; i < R.n && !found; i++)
 		if (R.r[i].r.mntns == mntns && rec_live(&R.r[i], now)) {
 			snprintf(id, HTE_ID_MAX + 1, "%s", R.r[i].r.id);
@@ -318,16 +326,47 @@ int container_of_mntns(unsigned long long mntns, char *id, int *has_view)
 	return found;
 }
 
-int container_live(const char *id)
+int container_of_netns(unsigned long long netns, char *id, int *has_view)
+{
+	static unsigned long long own;
+	double now = mono_now();
+	int found = 0;
+	struct stat st;
+
+	/* The host's own network namespace names no container. */
+	if (!own && stat("/proc/self/ns/net", &st) == 0)
+		own = (unsigned long long)st.st_ino;
+	if (!netns || netns == own)
+		return 0;
+	pthread_mutex_lock(&R.mu);
+	load_records();
+	for (unsigned i = 0; i < R.n; i++)
+		if (rec_live(&R.r[i], now) && R.r[i].netns == netns) {
+			/* Containers that share one (a pod's) cannot be told apart: none. */
+			if (found++)
+				break;
+			snprintf(id, HTE_ID_MAX + 1, "%s", R.r[i].r.id);
+			*has_view = R.r[i].r.has_view;
+		}
+	pthread_mutex_unlock(&R.mu);
+	return found == 1;
+}
+
+int container_state(const char *id)
 {
 	double now = mono_now();
-	int live = 0;
+	int state = -1;
 
 	pthread_mutex_lock(&R.mu);
-	load_records(now);
-	for (unsigned i = 0; i < R.n && !live; i++)
+	load_records();
+	for (unsigned i = 0; i < R.n && state < 0; i++)
 		if (!strcmp(R.r[i].r.id, id))
-			live = rec_live(&R.r[i], now);
+			state = rec_live(&R.r[i], now);
 	pthread_mutex_unlock(&R.mu);
-	return live;
+	return state;
+}
+
+int container_live(const char *id)
+{
+	return container_state(id) == 1;
 }

@@ -29,7 +29,7 @@ int hte_user_dir_uid(const char *name, uid_t *uid);
 
 /* A cache entry, as the eviction rule sees it. */
 struct hte_entry_age {
-	int64_t atime, mtime; /* seconds; tmpfs sets atime when a process maps the entry */
+	int64_t atime, mtime; /* any one unit (the service gives nanoseconds); tmpfs sets atime when a process maps the entry */
 	uint64_t bytes;
 };
 
