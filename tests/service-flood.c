@@ -9,7 +9,8 @@
  *       send 7 bytes), "offers" (connect, offer FILE's span: a valid offer
  *       of a root file the process maps, thousands a second), "files:DIR"
  *       (offers of root's regular files of at least 4 MiB in DIR, each a
- *       new job for the service's worker).  Prints one
+ *       new job for the service's worker), "none" (nothing: the
+ *       baseline).  Prints one
  *       JSON line: its attempts, connections, errors.
  *   service-flood probe SOCKET TRIES INTERVAL_MS FILE OFF LEN MAPPED
  *       TRIES offers as the library makes them (non-blocking connect and
@@ -171,6 +172,9 @@ static void flood_one(const struct flood *f, struct counts *c, double until)
 		_exit(1);
 	}
 	drop_to(f->uid);
+	/* "none": the baseline, the service alone with the honest client. */
+	while (!strcmp(f->kind, "none") && now_s() < until)
+		usleep(10000);
 	while (now_s() < until) {
 		int s = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 
@@ -261,12 +265,39 @@ static int by_double(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
+/* Errors by their words, counted; when the first few came (s since the start). */
+struct errs {
+	char what[8][64];
+	int n[8], kinds;
+	double at[8], t0;
+	int nat;
+};
+
+static void err_add(struct errs *e, const char *op, int err)
+{
+	char w[64];
+
+	if (e->nat < 8)
+		e->at[e->nat++] = now_s() - e->t0;
+
+	snprintf(w, sizeof(w), "%s: %s", op, strerror(err));
+	for (int i = 0; i < e->kinds; i++)
+		if (!strcmp(e->what[i], w)) {
+			e->n[i]++;
+			return;
+		}
+	if (e->kinds < 8) {
+		snprintf(e->what[e->kinds], sizeof(e->what[0]), "%s", w);
+		e->n[e->kinds++] = 1;
+	}
+}
+
 /* The honest client: prints its JSON line to @o.  Returns: 0, or -1 when the file cannot be used. */
 static int probe_run(const struct probe *p, FILE *o)
 {
 	double taken_ms[1000];
 	int fd = open_running(p->file), connected = 0, sent = 0, taken = 0;
-	char errs[256] = "";
+	struct errs e = { .t0 = now_s() };
 
 	if (fd < 0 || p->tries > 1000) {
 		fprintf(stderr, "service-flood: %s: %s\n", p->file, strerror(errno));
@@ -278,19 +309,22 @@ static int probe_run(const struct probe *p, FILE *o)
 		struct pollfd pf = { s, POLLIN, 0 };
 
 		if (connect(s, (struct sockaddr *)&addr, sizeof(addr)) < 0) {
-			snprintf(errs + strlen(errs), sizeof(errs) - strlen(errs), "%s\"connect %s\"", errs[0] ? "," : "",
-				 strerror(errno));
+			err_add(&e, "connect", errno);
 		} else if (connected++, send_offer(s, fd, p->off, p->len, p->mapped) < 0) {
-			snprintf(errs + strlen(errs), sizeof(errs) - strlen(errs), "%s\"send %s\"", errs[0] ? "," : "",
-				 strerror(errno));
+			err_add(&e, "send", errno);
 		} else {
 			sent++;
 			/* The service closes its end once it has read the offer: end of file here. */
 			if (poll(&pf, 1, 2000) == 1) {
 				char b;
+				ssize_t n = recv(s, &b, 1, MSG_DONTWAIT);
 
-				if (recv(s, &b, 1, MSG_DONTWAIT) == 0)
+				if (n == 0)
 					taken_ms[taken++] = (now_s() - t0) * 1000;
+				else
+					err_add(&e, "closed unread", n < 0 ? errno : EPROTO);
+			} else {
+				err_add(&e, "not taken in 2 s", ETIMEDOUT);
 			}
 		}
 		close(s);
@@ -298,9 +332,15 @@ static int probe_run(const struct probe *p, FILE *o)
 	}
 	qsort(taken_ms, (size_t)taken, sizeof(double), by_double);
 	fprintf(o, "{\"tries\":%d,\"connected\":%d,\"sent\":%d,\"taken\":%d,\"taken_ms_median\":%.3f,"
-		   "\"taken_ms_max\":%.3f,\"errors\":[%.200s]}",
+		   "\"taken_ms_max\":%.3f,\"errors\":{",
 		p->tries, connected, sent, taken, taken ? taken_ms[taken / 2] : -1.0,
-		taken ? taken_ms[taken - 1] : -1.0, errs);
+		taken ? taken_ms[taken - 1] : -1.0);
+	for (int i = 0; i < e.kinds; i++)
+		fprintf(o, "%s\"%s\":%d", i ? "," : "", e.what[i], e.n[i]);
+	fprintf(o, "},\"errors_at_s\":[");
+	for (int i = 0; i < e.nat; i++)
+		fprintf(o, "%s%.3f", i ? "," : "", e.at[i]);
+	fprintf(o, "]}");
 	close(fd);
 	return 0;
 }
@@ -423,7 +463,7 @@ int main(int argc, char **argv)
 		putchar('\n');
 		return r < 0 ? 1 : 0;
 	}
-	if (!strcmp(argv[1], "bench") && argc == 17) {
+	if (!strcmp(argv[1], "bench") && argc == 16) {
 		pid_t svc = (pid_t)num(argv[3]);
 		struct flood f = { argv[5], (uid_t)num(argv[6]), (int)num(argv[7]), atof(argv[8]),
 				   argv[11], num(argv[12]), num(argv[13]), num(argv[14]) };

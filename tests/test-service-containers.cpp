@@ -651,11 +651,11 @@ TEST_CASE("an overlay mounted only in the sender's namespace is found there, whi
 		container d("test-own2", spec2.merged, 0, spec2.options(other.dir));
 		REQUIRE(d.error == "");
 		// The service is stopped while the sender sends and exits.
+		long refused = svc.num("refused_total");
 		REQUIRE(kill(svc.pid, SIGSTOP) == 0);
 		d.offer("/prog2");
 		usleep(100000);
 		REQUIRE(kill(svc.pid, SIGCONT) == 0);
-		long refused = svc.num("refused_total");
 		REQUIRE(svc.wait_for("refused_total", refused + 1));
 		CHECK(svc.text().find("visible neither to the service nor in the sender's namespace") != std::string::npos);
 	}

@@ -45,7 +45,7 @@
 #define HELD_MAX 256       /* and of everyone */
 #define HOLD_MS 20         /* how long one is held */
 #define CONN_RATE 1000.0   /* connections a second one uid may open, sustained... */
-#define CONN_BURST 2000.0  /* ...and at once; past that its uid is shut out for a while */
+#define CONN_BURST 256.0   /* ...and at once; past that its uid is shut out for a while */
 #define BAN_MAX_S 64       /* the longest shut-out: 1 s, doubling at each repeat */
 #define BAN_FORGET_S 600   /* repeats are forgotten after this long without one */
 #define CPU_RATE 0.25      /* seconds of the worker's CPU a second, per client... */
@@ -146,6 +146,7 @@ struct serve_state {
 	const char *gate;            /* how a flooding uid is shut out: "acl", or why not */
 	uint64_t cache_used, cache_share;
 	unsigned long settled;       /* offers settled (for --once) */
+	unsigned long queued;        /* offers queued: the worker's wake-ups are not lost */
 	volatile sig_atomic_t stop;
 };
 

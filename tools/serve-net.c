@@ -165,6 +165,9 @@ static void ban(struct client *c, double now)
 	c->strikes += c->strikes < 6;
 	c->banned_until = now + s;
 	c->last_ban = now;
+	/* Let in again with nothing saved up: its next burst is shut out at once, not after CONN_BURST more. */
+	c->conn.level = 0;
+	c->conn.at = c->banned_until;
 	c->bans++;
 	srv.bans_total++;
 	log_add(&srv.refused, "%s opened more than %.0f connections at once or %.0f a second: %s for %u s",

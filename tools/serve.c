@@ -246,6 +246,7 @@ int queue_offer(const struct pending *p)
 	srv.pend[srv.npend] = *p;
 	srv.pend[srv.npend].next = time(NULL);
 	srv.npend++;
+	srv.queued++;
 	c->pending++;
 	return 0;
 }
@@ -370,6 +371,7 @@ static int fill_file(struct pending *p, const char *after, const char **why)
 	char path[512];
 	int mfd = -1, dirfd;
 	const char *lwhy;
+	double t0;
 
 	*why = NULL;
 	dirfd = open_shared_dir(&mfd);
@@ -378,11 +380,12 @@ static int fill_file(struct pending *p, const char *after, const char **why)
 			close(mfd);
 		return 0;
 	}
+	t0 = mono_now();
 	*why = fill_entry(mfd, dirfd, p);
 	if (!*why) {
 		fd_path(p->real, path, sizeof(path));
-		log_add(&srv.filled, "%s: %s (%llu MiB, uid %u%s)", path, p->name, (unsigned long long)(p->m.len >> 20),
-			(unsigned)p->uid, after);
+		log_add(&srv.filled, "%s: %s (%llu MiB, uid %u, %.0f ms%s)", path, p->name,
+			(unsigned long long)(p->m.len >> 20), (unsigned)p->uid, (mono_now() - t0) * 1000, after);
 		pthread_mutex_lock(&srv.mu);
 		srv.clients[p->client].filled++;
 		pthread_mutex_unlock(&srv.mu);
@@ -597,6 +600,7 @@ static void *worker(void *arg)
 	/* Signals go to the acceptor, whose epoll_wait() they end. */
 	sigfillset(&all);
 	pthread_sigmask(SIG_BLOCK, &all, NULL);
+
 	pthread_mutex_lock(&srv.mu);
 	while (!srv.stop) {
 		double mnow = mono_now(), t0, spent;
@@ -606,6 +610,7 @@ static void *worker(void *arg)
 
 		if (!p) {
 			struct timespec until;
+			unsigned long queued = srv.queued;
 
 			pthread_mutex_unlock(&srv.mu);
 			chores(mnow, &swept, &counted);
@@ -614,6 +619,9 @@ static void *worker(void *arg)
 			pthread_mutex_lock(&srv.mu);
 			if (srv.stop || (srv.once && srv.settled))
 				break;
+			/* An offer queued meanwhile: its signal came while nobody waited. */
+			if (srv.queued != queued)
+				continue;
 			clock_gettime(CLOCK_REALTIME, &until);
 			/* New work signals; retries are due at whole seconds; the state stays fresh. */
 			until.tv_nsec += 200 * 1000 * 1000;
