@@ -472,9 +472,11 @@ static void take(int c, double now)
 	if (!open_)
 		srv.dropped++;
 	pthread_mutex_unlock(&srv.mu);
-	if (!open_ || read_offer(c, &who, uc))
+	if (!open_) {
+		close(c);
 		return;
-	if (hold(c, &who, uc, now + HOLD_MS / 1000.0) < 0)
+	}
+	if (!read_offer(c, &who, uc) && hold(c, &who, uc, now + HOLD_MS / 1000.0) < 0)
 		close(c);
 }
 
@@ -534,6 +536,9 @@ void accept_loop(int lfd)
 				for (int k = 0; k < ACCEPT_BATCH; k++) {
 					int c = accept4(lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
 
+					/* Out of descriptors (the caps keep it far): a pause, not a busy loop. */
+					if (c < 0 && (errno == EMFILE || errno == ENFILE))
+						usleep(1000);
 					if (c < 0)
 						break;
 					take(c, now);
