@@ -185,7 +185,8 @@ long hte_acl_deny(unsigned mode, const uid_t *uids, size_t n, unsigned char *buf
 	/* The kernel wants named users in order, each once. */
 	if (n > sizeof(sorted) / sizeof(sorted[0]))
 		return -1;
-	memcpy(sorted, uids, n * sizeof(*uids));
+	if (n)
+		memcpy(sorted, uids, n * sizeof(*uids));
 	qsort(sorted, n, sizeof(*sorted), by_uid);
 	for (size_t i = 0; i < n; i++)
 		if (m == 0 || sorted[m - 1] != sorted[i])
