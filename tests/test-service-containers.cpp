@@ -835,14 +835,14 @@ TEST_CASE("a flood of nobody's connections, garbage and offers leaves root's off
 	size_t fds_before = descriptors(svc.pid);
 	std::string flood = build_path("tests/service-flood"), off = std::to_string(span_off),
 		    len = std::to_string(span_len);
-	// Three kinds at once, each from processes of nobody, for 4 s.
+	// Three kinds at once, each from a process of nobody, for 3 s.
 	std::vector<pid_t> floods;
 	for (const char *kind : { "silent", "garbage", "offers" }) {
 		pid_t p = fork();
 		if (p == 0) {
 			int null = open("/dev/null", O_WRONLY);
 			dup2(null, 1);
-			execl(flood.c_str(), flood.c_str(), "flood", sock.c_str(), kind, "65534", "2", "4", theirs.c_str(),
+			execl(flood.c_str(), flood.c_str(), "flood", sock.c_str(), kind, "65534", "1", "3", theirs.c_str(),
 			      off.c_str(), len.c_str(), len.c_str(), (char *)nullptr);
 			_exit(127);
 		}
