@@ -1,0 +1,192 @@
+// What the text service's tests share (tests/test-service.cpp,
+// tests/test-service-containers.cpp): the service started as its unit
+// starts it, the cache's tmpfs, a fixture's copy, a raw client.
+#ifndef HT_SERVICE_TEST_HPP
+#define HT_SERVICE_TEST_HPP
+
+#include <catch2/catch.hpp>
+
+#include <cstring>
+#include <csignal>
+#include <fcntl.h>
+#include <spawn.h>
+#include <string>
+#include <sys/mount.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <vector>
+
+#include "helpers.hpp"
+#include "hugetext.h"
+
+extern "C" {
+#include "service.h"
+#include "serve.h"
+}
+
+extern char **environ;
+
+namespace {
+
+const std::string text_dir = HT_TEXT_CACHE_DIR;
+const std::string shared_dir = text_dir + "/" HT_SERVICE_SHARED;
+const std::string sock = HT_SERVICE_SOCKET;
+
+[[maybe_unused]] std::string preload() { return build_path("lib/libhugetext-preload.so"); }
+std::string tool() { return build_path("tools/hugetext"); }
+
+// A copy of the non-PIE fixture (38 MiB of code at a 2 MiB-aligned address),
+// root's and mode 0755, in the build dir: a file of our own, whose page
+// cache no other test drops or warms meanwhile.
+std::string program_copy(const std::string &name)
+{
+	std::string path = temp_path(name, build_path("tests"));
+	std::string bytes = read_file(build_path("tests/bigtext-nopie"));
+	unlink(path.c_str());
+	int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL, 0755);
+	REQUIRE(fd >= 0);
+	REQUIRE(write(fd, bytes.data(), bytes.size()) == (ssize_t)bytes.size());
+	REQUIRE(fchmod(fd, 0755) == 0);
+	close(fd);
+	small_page_cache(path);
+	return path;
+}
+
+// The cache's tmpfs for one test case (the service mounts one when none is there).
+struct text_cache {
+	bool ok;
+	explicit text_cache(const std::string &size = "256m")
+	{
+		std::string opts = "size=" + size + ",mode=1777,huge=within_size";
+		ok = mount("test-text", text_dir.c_str(), "tmpfs", MS_NOSUID | MS_NODEV, opts.c_str()) == 0;
+	}
+	~text_cache()
+	{
+		while (umount2(text_dir.c_str(), MNT_DETACH) == 0) {
+		}
+	}
+};
+
+// `hugetext serve`, started as its unit starts it; stopped at the end.
+struct service {
+	pid_t pid = -1;
+	std::string state = temp_path("service-state.json");
+	std::string log = temp_path("service-log.txt");
+	// @listen_fd >= 0: started as socket activation starts it, the socket
+	// as descriptor 3 with LISTEN_PID and LISTEN_FDS.
+	explicit service(const std::vector<std::string> &more = {}, int listen_fd = -1)
+	{
+		std::vector<std::string> args = { tool(), "serve", "--state", state, "--config", temp_path("service-none.conf") };
+		args.insert(args.end(), more.begin(), more.end());
+		std::vector<char *> argv;
+		for (auto &a : args)
+			argv.push_back(const_cast<char *>(a.c_str()));
+		argv.push_back(nullptr);
+		unlink(state.c_str());
+		if (listen_fd >= 0) {
+			pid = fork();
+			if (pid == 0) {
+				int out = open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+				if (out < 0 || dup2(out, 1) < 0 || dup2(out, 2) < 0 ||
+				    (listen_fd == 3 ? fcntl(3, F_SETFD, 0) : dup2(listen_fd, 3)) < 0)
+					_exit(127);
+				setenv("LISTEN_PID", std::to_string(getpid()).c_str(), 1);
+				setenv("LISTEN_FDS", "1", 1);
+				execv(argv[0], argv.data());
+				_exit(127);
+			}
+		} else {
+			posix_spawn_file_actions_t fa;
+			posix_spawn_file_actions_init(&fa);
+			posix_spawn_file_actions_addopen(&fa, 1, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+			posix_spawn_file_actions_adddup2(&fa, 1, 2);
+			if (posix_spawn(&pid, argv[0], &fa, nullptr, argv.data(), environ) != 0)
+				pid = -1;
+			posix_spawn_file_actions_destroy(&fa);
+		}
+		for (int i = 0; i < 500 && pid > 0 && !file_exists(state); i++)
+			usleep(10000);
+	}
+	bool alive() const { return pid > 0 && kill(pid, 0) == 0; }
+	std::string text() const { return read_file(state); }
+	// A number of the state file ("filled_total" ...), -1 when absent.
+	long num(const std::string &key) const
+	{
+		std::string s = text(), k = "\"" + key + "\":";
+		size_t at = s.find(k);
+		return at == std::string::npos ? -1 : std::stol(s.substr(at + k.size()));
+	}
+	// Waits (up to @seconds) until num(@key) reaches @want.
+	bool wait_for(const std::string &key, long want, double seconds = 20) const
+	{
+		for (int i = 0; i < seconds * 20; i++) {
+			if (num(key) >= want)
+				return true;
+			usleep(50000);
+		}
+		// What the state says now, with the assertion that fails.
+		UNSCOPED_INFO("state file when " << key << " did not reach " << want << ": " << text());
+		return false;
+	}
+	~service()
+	{
+		if (pid > 0) {
+			kill(pid, SIGTERM);
+			waitpid(pid, nullptr, 0);
+		}
+		unlink(sock.c_str());
+	}
+};
+
+// Sends @len bytes and the descriptors @fds to the service, as a client would.
+int send_raw(const void *buf, size_t len, const std::vector<int> &fds)
+{
+	struct sockaddr_un a = {};
+	a.sun_family = AF_UNIX;
+	std::strcpy(a.sun_path, sock.c_str());
+	int s = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	if (s < 0 || connect(s, (struct sockaddr *)&a, sizeof(a)) < 0) {
+		if (s >= 0)
+			close(s);
+		return -1;
+	}
+	char ctl[CMSG_SPACE(8 * sizeof(int))] = {};
+	struct iovec iov = { const_cast<void *>(buf), len };
+	struct msghdr m = {};
+	m.msg_iov = &iov;
+	m.msg_iovlen = 1;
+	if (!fds.empty()) {
+		m.msg_control = ctl;
+		m.msg_controllen = CMSG_SPACE(fds.size() * sizeof(int));
+		struct cmsghdr *c = CMSG_FIRSTHDR(&m);
+		c->cmsg_level = SOL_SOCKET;
+		c->cmsg_type = SCM_RIGHTS;
+		c->cmsg_len = CMSG_LEN(fds.size() * sizeof(int));
+		std::memcpy(CMSG_DATA(c), fds.data(), fds.size() * sizeof(int));
+	}
+	ssize_t n = sendmsg(s, &m, MSG_NOSIGNAL);
+	close(s);
+	return n == (ssize_t)len ? 0 : -1;
+}
+
+ht_offer offer_of(uint64_t off, uint64_t len, uint64_t mapped)
+{
+	ht_offer m = {};
+	std::memcpy(m.magic, HT_OFFER_MAGIC, sizeof(m.magic));
+	m.file_off = off;
+	m.len = len;
+	m.mapped = mapped;
+	return m;
+}
+
+// The fixture's code span as the library offers it (checked in the first
+// case; helpers.hpp): 38 MiB on x86-64, 40 on arm64.
+const code_span fixture_span = code_span_of(build_path("tests/bigtext-nopie"));
+const uint64_t span_off = fixture_span.off, span_len = fixture_span.len;
+
+} // namespace
+
+#endif

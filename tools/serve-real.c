@@ -1,0 +1,372 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The real file behind an offered overlay file, and the containers the
+ * OCI hook recorded (docs/service.md, "Containers").
+ *
+ * A container's files are overlayfs files: fstat() shows the overlay's
+ * device (one per container) and the real file's inode; the page cache
+ * is the real file's, the lower layer's file on the host, which every
+ * container of that layer shares.  The service judges, warms and fills
+ * from that real file, opened by the service itself in the layer's
+ * directory on the host, never from the bytes of the offered descriptor:
+ * a lower layer is the engine's (root's), an upper layer the container's
+ * root's, and a file found in the upper layer is refused.
+ *
+ * How it finds the file: readlink() of the descriptor gives its path; the
+ * overlay's mount (in the sender's /proc/PID/mountinfo, else the
+ * service's own) gives its layers; the path is looked up in the upper
+ * layer (present: refused), then in each lower layer, top first, without
+ * following any link and without leaving the layer (openat2), and must
+ * have the offered file's size and modification time.  A path that
+ * changed meanwhile (a rename in the container) finds another file or
+ * none: nothing is then served that was not the engine's, and an entry is
+ * linked into the container's view only once it is compared, whole, with
+ * the offered descriptor (serve-fill.c).
+ *
+ * (/proc/self/map_files of a mapping of the descriptor, which on Linux
+ * 6.1 opens the real file, since 6.6 opens the overlay file again, as
+ * /proc/PID/maps shows it: on 6.18 it gives the overlay's device.  The
+ * path works on both.)
+ */
+#include "tool.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/openat2.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/syscall.h>
+#include <sys/xattr.h>
+#include <unistd.h>
+
+#include "serve-int.h"
+#include "sys.h"
+
+#define OVERLAYFS_MAGIC 0x794c7630
+
+static int openat2_(int dirfd, const char *path, int flags)
+{
+	struct open_how how = { .flags = (uint64_t)flags,
+				.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS |
+					   RESOLVE_NO_XDEV };
+
+	return (int)syscall(SYS_openat2, dirfd, path, &how, sizeof(how));
+}
+
+/* @rel (a path from the layer's root, "/a/b") in the layer @dir, as O_PATH: -1 and errno when not there. */
+static int in_layer(const char *dir, const char *rel)
+{
+	int d = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC), fd, err;
+
+	if (d < 0)
+		return -1;
+	while (*rel == '/')
+		rel++;
+	fd = openat2_(d, rel, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	err = errno;
+	close(d);
+	errno = err;
+	return fd;
+}
+
+/* Whether @fd is an overlayfs metadata-only copy (its bytes are elsewhere). */
+static int metacopy(int fd)
+{
+	return fgetxattr(fd, "trusted.overlay.metacopy", NULL, 0) >= 0 ||
+	       fgetxattr(fd, "user.overlay.metacopy", NULL, 0) >= 0;
+}
+
+enum { FOUND, NOT_HERE, REFUSED };
+
+/*
+ * Looks o->rel up in the overlay's layers, as overlayfs does: the upper
+ * layer first, then the lower ones.  FOUND: p->real is the lower layer's
+ * file; NOT_HERE: this path is not it; REFUSED: *@why.
+ */
+static int try_layers(const struct hte_ovl_mount *o, struct pending *p, const char **why)
+{
+	const char *lower = o->lowers;
+	struct stat st;
+	int fd;
+
+	if (o->upper[0]) {
+		fd = in_layer(o->upper, o->rel);
+		/* There, or hidden behind something of the upper layer's (a link, another mount). */
+		if (fd >= 0 || (errno != ENOENT && errno != ENOTDIR)) {
+			if (fd >= 0)
+				close(fd);
+			*why = "a file of the overlay's upper (writable) layer: its bytes are the container's";
+			return REFUSED;
+		}
+	}
+	for (unsigned i = 0; i < o->nlower; i++, lower += strlen(lower) + 1) {
+		char self[64];
+		int rfd;
+
+		fd = in_layer(lower, o->rel);
+		if (fd < 0) {
+			if (errno == ENOENT || errno == ENOTDIR)
+				continue;
+			*why = "the overlay's lower layer holds a link or a mount on the file's path";
+			return REFUSED;
+		}
+		if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+			/* A whiteout (a 0:0 device): the file was removed above this layer. */
+			close(fd);
+			return NOT_HERE;
+		}
+		if (st.st_size != p->st.st_size || st.st_mtim.tv_sec != p->st.st_mtim.tv_sec ||
+		    st.st_mtim.tv_nsec != p->st.st_mtim.tv_nsec) {
+			close(fd);
+			return NOT_HERE;
+		}
+		/* Opened for reading only now that it is known to be a regular file (no device is opened). */
+		snprintf(self, sizeof(self), "/proc/self/fd/%d", fd);
+		rfd = open(self, O_RDONLY | O_CLOEXEC);
+		close(fd);
+		if (rfd < 0) {
+			*why = "cannot open the overlay's lower file";
+			return REFUSED;
+		}
+		if (metacopy(rfd)) {
+			close(rfd);
+			*why = "the overlay's lower file is a metadata-only copy";
+			return REFUSED;
+		}
+		p->real = rfd;
+		/* For the logs: a path too long is cut. */
+		if (snprintf(p->real_path, sizeof(p->real_path), "%s%s", lower, o->rel) >= (int)sizeof(p->real_path))
+			memcpy(p->real_path + sizeof(p->real_path) - 4, "...", 4);
+		return FOUND;
+	}
+	return NOT_HERE;
+}
+
+const char *find_real_file(struct pending *p)
+{
+	struct statfs fs;
+	char link[64], path[4096], src[64];
+	struct hte_ovl_mount *o;
+	const char *why = NULL;
+	int seen = 0, r = NOT_HERE;
+	ssize_t n;
+
+	if (fstatfs(p->fd, &fs) < 0)
+		return "cannot stat the file's mount";
+	snprintf(link, sizeof(link), "/proc/self/fd/%d", p->fd);
+	n = readlink(link, path, sizeof(path) - 1);
+	path[n > 0 ? n : 0] = '\0';
+	if ((unsigned long)fs.f_type != OVERLAYFS_MAGIC) {
+		p->real = fcntl(p->fd, F_DUPFD_CLOEXEC, 0);
+		p->rst = p->st;
+		if (snprintf(p->real_path, sizeof(p->real_path), "%s", n > 0 ? path : "(unknown)") >=
+		    (int)sizeof(p->real_path))
+			memcpy(p->real_path + sizeof(p->real_path) - 4, "...", 4);
+		return p->real < 0 ? "out of descriptors" : NULL;
+	}
+	if (n <= 0 || path[0] != '/')
+		return "cannot read the overlay file's path";
+	if (n > 10 && !strcmp(path + n - 10, " (deleted)"))
+		return "the overlay file was removed";
+	o = malloc(sizeof(*o));
+	if (!o)
+		return "out of memory";
+	/* The sender's own view of its mounts first (while it runs), then ours. */
+	for (int k = 0; k < 2 && r == NOT_HERE; k++) {
+		char *buf;
+		size_t len;
+
+		if (k == 0)
+			snprintf(src, sizeof(src), "/proc/%ld/mountinfo", (long)p->sender);
+		else
+			snprintf(src, sizeof(src), "/proc/self/mountinfo");
+		if (ht_sys_read_file(src, &buf, &len) < 0)
+			continue;
+		if (hte_mountinfo_overlay(buf, len, p->st.st_dev, path, o) == 1) {
+			seen = 1;
+			r = try_layers(o, p, &why);
+		}
+		free(buf);
+	}
+	free(o);
+	if (r == REFUSED)
+		return why;
+	if (r == NOT_HERE)
+		return seen ? "the overlay file is in none of its lower layers (renamed meanwhile?)"
+			    : "the overlay's mount is visible neither to the service nor in the sender's namespace";
+	if (fstat(p->real, &p->rst) < 0 || fstatfs(p->real, &fs) < 0 || (unsigned long)fs.f_type == OVERLAYFS_MAGIC) {
+		close(p->real);
+		p->real = -1;
+		return "the overlay's lower file is on another overlay";
+	}
+	return NULL;
+}
+
+/* --- the hook's records --- */
+
+struct rec {
+	struct hte_record r;
+	double checked; /* when its init was last looked at */
+	int live;
+	unsigned long long netns; /* its init's network namespace, 0 when unknown */
+};
+
+static struct {
+	pthread_mutex_t mu;
+	struct rec r[RECORDS_MAX];
+	unsigned n;
+	struct timespec dir_mtime;
+	ino_t dir_ino;
+} R = { .mu = PTHREAD_MUTEX_INITIALIZER };
+
+/* A record file: root's, written by nobody else, small.  Returns: 0, or -1. */
+static int read_record(int dir, const char *name, struct hte_record *out)
+{
+	char buf[64 << 10];
+	struct stat st;
+	ssize_t n;
+	int fd = openat(dir, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+
+	if (fd < 0)
+		return -1;
+	n = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == 0 && !(st.st_mode & 022) &&
+			    st.st_size < (off_t)sizeof(buf)
+		    ? read(fd, buf, sizeof(buf))
+		    : -1;
+	close(fd);
+	return n > 0 && hte_record_parse(buf, (size_t)n, out) == 0 ? 0 : -1;
+}
+
+/* Reads the records again when their directory changed (a record is written by a rename).  Under R.mu. */
+static void load_records(void)
+{
+	struct stat st;
+	struct dirent *e;
+	DIR *d;
+	int fd;
+
+	fd = open(srv.records, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	/* Only root's own directory: a user's records would say anything. */
+	if (fd < 0 || fstat(fd, &st) < 0 || st.st_uid != 0 || (st.st_mode & 022)) {
+		if (fd >= 0)
+			close(fd);
+		R.n = 0;
+		R.dir_ino = 0;
+		return;
+	}
+	if (st.st_mtim.tv_sec == R.dir_mtime.tv_sec && st.st_mtim.tv_nsec == R.dir_mtime.tv_nsec &&
+	    st.st_ino == R.dir_ino) {
+		close(fd);
+		return;
+	}
+	R.dir_mtime = st.st_mtim;
+	R.dir_ino = st.st_ino;
+	R.n = 0;
+	d = fdopendir(fd);
+	if (!d) {
+		close(fd);
+		return;
+	}
+	while ((e = readdir(d)) && R.n < RECORDS_MAX) {
+		size_t len = strlen(e->d_name);
+		struct rec *x = &R.r[R.n];
+
+		if (len < 6 || strcmp(e->d_name + len - 5, ".json") || e->d_name[0] == '.')
+			continue;
+		if (read_record(dirfd(d), e->d_name, &x->r) < 0)
+			continue;
+		/* Named by its id, as the hook writes it. */
+		if (strlen(x->r.id) + 5 != len || strncmp(e->d_name, x->r.id, len - 5))
+			continue;
+		x->checked = 0;
+		R.n++;
+	}
+	closedir(d);
+}
+
+/* Whether the record's init still runs: the same pid, started at the same time.  Under R.mu. */
+static int rec_live(struct rec *x, double now)
+{
+	char path[64], buf[1024];
+	unsigned long long start;
+	ssize_t n;
+
+	if (x->checked && now - x->checked < 1)
+		return x->live;
+	x->checked = now;
+	snprintf(path, sizeof(path), "/proc/%ld/stat", x->r.pid);
+	n = ht_sys_read_file_into(path, buf, sizeof(buf));
+	x->live = n > 0 && hte_proc_start_time(buf, (size_t)n, &start) == 0 && start == x->r.pid_start;
+	if (x->live && !x->netns) {
+		struct stat st;
+
+		snprintf(path, sizeof(path), "/proc/%ld/ns/net", x->r.pid);
+		x->netns = stat(path, &st) == 0 ? (unsigned long long)st.st_ino : 0;
+	}
+	return x->live;
+}
+
+int container_of_mntns(unsigned long long mntns, char *id, int *has_view)
+{
+	double now = mono_now();
+	int found = 0;
+
+	pthread_mutex_lock(&R.mu);
+	load_records();
+	for (unsigned i = 0; i < R.n && !found; i++)
+		if (R.r[i].r.mntns == mntns && rec_live(&R.r[i], now)) {
+			snprintf(id, HTE_ID_MAX + 1, "%s", R.r[i].r.id);
+			*has_view = R.r[i].r.has_view;
+			found = 1;
+		}
+	pthread_mutex_unlock(&R.mu);
+	return found;
+}
+
+int container_of_netns(unsigned long long netns, char *id, int *has_view)
+{
+	static unsigned long long own;
+	double now = mono_now();
+	int found = 0;
+	struct stat st;
+
+	/* The host's own network namespace names no container. */
+	if (!own && stat("/proc/self/ns/net", &st) == 0)
+		own = (unsigned long long)st.st_ino;
+	if (!netns || netns == own)
+		return 0;
+	pthread_mutex_lock(&R.mu);
+	load_records();
+	for (unsigned i = 0; i < R.n; i++)
+		if (rec_live(&R.r[i], now) && R.r[i].netns == netns) {
+			/* Containers that share one (a pod's) cannot be told apart: none. */
+			if (found++)
+				break;
+			snprintf(id, HTE_ID_MAX + 1, "%s", R.r[i].r.id);
+			*has_view = R.r[i].r.has_view;
+		}
+	pthread_mutex_unlock(&R.mu);
+	return found == 1;
+}
+
+int container_state(const char *id)
+{
+	double now = mono_now();
+	int state = -1;
+
+	pthread_mutex_lock(&R.mu);
+	load_records();
+	for (unsigned i = 0; i < R.n && state < 0; i++)
+		if (!strcmp(R.r[i].r.id, id))
+			state = rec_live(&R.r[i], now);
+	pthread_mutex_unlock(&R.mu);
+	return state;
+}
+
+int container_live(const char *id)
+{
+	return container_state(id) == 1;
+}
