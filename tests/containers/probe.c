@@ -6,7 +6,9 @@
  * musl.  "probe write" also tries to change what the hook mounted; "probe
  * wait" then reads its standard input to the end, to stay alive.
  */
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE
+#endif
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
