@@ -121,11 +121,24 @@ ensure_root() {
 	echo "arm64: debootstrap of an arm64 Debian 12 root in $root (about 25 minutes)"
 	rm -rf "$root.tmp"
 	debootstrap --arch arm64 --variant=minbase \
-		--include=python3,meson,ninja-build,libelf1,strace,file,binutils,procps,util-linux,kmod,busybox-static,xfsprogs,e2fsprogs,findutils,ca-certificates \
+		--include=python3,meson,ninja-build,libelf1,libjson-c5,strace,file,binutils,procps,util-linux,kmod,busybox-static,xfsprogs,e2fsprogs,findutils,ca-certificates \
 		bookworm "$root.tmp" http://deb.debian.org/debian >"$cache/debootstrap.log" 2>&1 ||
 		die "debootstrap failed (see $cache/debootstrap.log)"
 	mv "$root.tmp" "$root"
 	flock -u 9
+}
+
+# The shared libraries the cross-built tool links besides libc and libelf:
+# a root made before the tool needed libjson-c gets Debian's arm64 package
+# unpacked into it (dpkg-deb on the host, no emulation; a few seconds).
+ensure_libs() {
+	local tmp
+	ls "$root"/usr/lib/aarch64-linux-gnu/libjson-c.so.5* >/dev/null 2>&1 && return 0
+	tmp=$(mktemp -d) || die "cannot make a temporary directory"
+	(cd "$tmp" && apt-get download libjson-c5:arm64 >/dev/null 2>&1) &&
+		dpkg-deb -x "$tmp"/libjson-c5_*_arm64.deb "$root" ||
+		{ rm -rf "$tmp"; die "cannot add libjson-c5:arm64 to $root"; }
+	rm -rf "$tmp"
 }
 
 # The real programs of the real-program check (tests/arm64/real.sh):
@@ -216,6 +229,7 @@ write_doc() {
 mkdir -p "$runs" || die "cannot make $runs"
 need_packages
 ensure_root
+ensure_libs
 [ "$real" = 0 ] || ensure_real
 [ "$prepare" = 0 ] || { echo "arm64: the root is ready in $root"; exit 0; }
 ensure_build
