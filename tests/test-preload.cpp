@@ -172,7 +172,21 @@ static std::vector<std::string> constructor_bindings(const std::string &prog, co
 		if (init && sym != std::string::npos && line.find("binding file " + preload()) != std::string::npos)
 			names.push_back(line.substr(sym + 8, line.find('\'', sym + 8) - sym - 8));
 	}
-	return names;
+	// A sanitizer build's instrumentation binds its runtime's entries: not libc's.
+	std::vector<std::string> libc;
+	for (auto &n : names)
+		if (n.rfind("__asan", 0) != 0 && n.rfind("__ubsan", 0) != 0 && n.rfind("__sanitizer", 0) != 0)
+			libc.push_back(n);
+	return libc;
+}
+
+// How many times @what occurs in @text.
+static size_t count_of(const std::string &text, const std::string &what)
+{
+	size_t n = 0;
+	for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1))
+		n++;
+	return n;
 }
 
 // Runs @cmd (a shell command line) with /etc seen through an overlay that
@@ -211,13 +225,16 @@ TEST_CASE("between one 2 MiB page and min_code of code: the preload opens only t
 	CHECK(constructor_bindings(prog, {}) == std::vector<std::string>{ "dl_iterate_phdr" });
 	CHECK(constructor_bindings(prog, { "HUGETEXT_MIN_CODE=2M" }).size() > 1);
 	std::string calls = traced_files({ prog }, { "LD_PRELOAD=" + preload() });
+	// What the program opens of /proc without us: nothing, but a sanitizer
+	// build's runtime reads its own maps.
+	std::string plain = traced_files({ prog }, { "LD_PRELOAD=" });
 	INFO(calls);
 	CHECK(calls.find("/etc/hugetext.conf") != std::string::npos);
-	CHECK(calls.find("/proc/self/maps") == std::string::npos);
-	CHECK(calls.find("/proc/self/exe") == std::string::npos);
+	CHECK(count_of(calls, "/proc/self/maps") == count_of(plain, "/proc/self/maps"));
+	CHECK(count_of(calls, "/proc/self/exe") == count_of(plain, "/proc/self/exe"));
 	// HUGETEXT_MIN_CODE lowers it: the full path, and the code moves.
 	calls = traced_files({ prog }, { "LD_PRELOAD=" + preload(), "HUGETEXT_MIN_CODE=2M" });
-	CHECK(calls.find("/proc/self/maps") != std::string::npos);
+	CHECK(count_of(calls, "/proc/self/maps") > count_of(plain, "/proc/self/maps"));
 	run_result r = run_cmd({ prog, "smaps" }, { "LD_PRELOAD=" + preload(), "HUGETEXT_MIN_CODE=2M" });
 	REQUIRE(r.status == 0);
 	CHECK(line_value(r.out, "huge_kb") != "0");

@@ -236,6 +236,15 @@ struct samples {
 	double ns[NLAYOUTS][2][MAX_ROUNDS];
 };
 
+/* Whether every point has a time: a clock that ticks in milliseconds gives 0 for some. */
+static int timed(const struct hte_calib *c)
+{
+	for (unsigned l = 0; l < c->npoints; l++)
+		if (!(c->point[l].ns_4k > 0) || !(c->point[l].ns_2m > 0))
+			return 0;
+	return 1;
+}
+
 static void verdict(struct hte_calib *c, const struct samples *s)
 {
 	const unsigned far = NLAYOUTS - 1;
@@ -252,9 +261,16 @@ static void verdict(struct hte_calib *c, const struct samples *s)
 	removed = walk > 0 ? 1 - remains / walk : 0;
 	hte_paired_compare(s->ns[far][0], s->ns[far][1], s->n, 0.02, &gain);
 	c->walk_ns_per_page = walk > 0 ? walk : 0;
-	if (gain.lo == 0) {
+	if (!timed(c)) {
 		c->verdict = HTE_CALIB_UNKNOWN;
-		snprintf(c->why, sizeof(c->why), "too few rounds (%u) for an interval", s->n);
+		snprintf(c->why, sizeof(c->why),
+			 "not decided: the loop's time came out as 0 ns a jump at some size (%.2f, %.2f, "
+			 "%.2f ns on 4 KiB pages): this machine's CPU-time clock is too coarse for it "
+			 "(an emulator's, typically)",
+			 c->point[0].ns_4k, c->point[1].ns_4k, c->point[far].ns_4k);
+	} else if (gain.lo == 0) {
+		c->verdict = HTE_CALIB_UNKNOWN;
+		snprintf(c->why, sizeof(c->why), "too few rounds (%u) for an interval of the ns a jump", s->n);
 	} else if (walk <= 0.05 * dense) {
 		c->verdict = HTE_CALIB_NO_GAIN;
 		snprintf(c->why, sizeof(c->why),
@@ -287,9 +303,10 @@ static void verdict(struct hte_calib *c, const struct samples *s)
 	} else {
 		c->verdict = HTE_CALIB_UNKNOWN;
 		snprintf(c->why, sizeof(c->why),
-			 "not decided: on 2 MiB pages the loop ran %.2fx as fast (95%%: %.2f-%.2f); the "
-			 "machine was too noisy, run it again",
-			 gain.ratio, gain.lo, gain.hi);
+			 "not decided: on 2 MiB pages the loop ran %.2fx as fast (95%%: %.2f-%.2f; %.2f "
+			 "against %.2f ns a jump); the machine was too noisy, run it again",
+			 gain.ratio, gain.lo, gain.hi, hte_median(s->ns[far][0], s->n),
+			 hte_median(s->ns[far][1], s->n));
 	}
 }
 
@@ -426,9 +443,10 @@ static void confirm_no_gain(struct hte_calib *c, struct samples *s, const struct
 	c->verdict = HTE_CALIB_UNKNOWN;
 	snprintf(c->why, sizeof(c->why),
 		 "not decided: one set of rounds found no gain from 2 MiB pages (%.2fx), a second "
-		 "found %.2fx (95%%: %.2f-%.2f); the machine was too noisy, run it again when it is quiet",
+		 "found %.2fx (95%%: %.2f-%.2f; %.2f against %.2f ns a jump); the machine was too noisy, "
+		 "run it again when it is quiet",
 		 first, again.point[NLAYOUTS - 1].ratio, again.point[NLAYOUTS - 1].lo,
-		 again.point[NLAYOUTS - 1].hi);
+		 again.point[NLAYOUTS - 1].hi, again.point[NLAYOUTS - 1].ns_4k, again.point[NLAYOUTS - 1].ns_2m);
 }
 
 int hte_calibrate(struct hte_calib *c, double seconds)

@@ -727,6 +727,18 @@ void glibc_tree(const std::string &root)
 		run_prog({ "cp", "-L", ld, root + "/lib64/" });
 	else
 		run_prog({ "cp", "-L", "/lib/ld-linux-aarch64.so.1", root + "/lib/" });
+	// A sanitizer build's preload needs its runtimes too (libasan, libubsan):
+	// the image gets the host's, as an image built with them would have.
+	std::string dir = root + "/lib/" + (file_exists(ld) ? "x86_64" : "aarch64") + "-linux-gnu/";
+	std::string host = std::string("/lib/") + (file_exists(ld) ? "x86_64" : "aarch64") + "-linux-gnu/";
+	prog_result d = run_prog({ "readelf", "-d", build_path("lib/libhugetext-preload.so") });
+	for (size_t at = d.out.find("Shared library: ["); at != std::string::npos;
+	     at = d.out.find("Shared library: [", at + 1)) {
+		size_t b = at + 17, e = d.out.find(']', b);
+		std::string name = d.out.substr(b, e - b);
+		if (name != "libc.so.6" && file_exists(host + name))
+			run_prog({ "cp", "-L", host + name, dir + name });
+	}
 }
 
 std::string config_json(const std::string &root)

@@ -275,6 +275,10 @@ prog_result spin_filtered(const std::string &rules, bool threaded, const std::st
 {
 	std::vector<std::string> env = { ld_preload_hugetext(), "HUGETEXT_REPORT=" + report, "HUGETEXT_MODE=thp",
 					 "HUGETEXT_COPY=auto", "HUGETEXT_COPY_AFTER_MS=100", "HUGETEXT_PAGE_CACHE=0" };
+	// A sanitizer runtime's leak check makes a thread at exit: not under clone:kill.
+	if (rules.find("clone:kill") != std::string::npos)
+		for (auto &e : no_sanitizer_threads())
+			env.push_back(e);
 	std::vector<std::string> cmd = { pie(), "spin", "300", threaded ? "20000" : "0" };
 	if (threaded)
 		cmd.push_back("threaded");
