@@ -150,11 +150,13 @@ size_t open_fds(pid_t pid)
 }
 
 // The service's descriptors once it has seen every close of ours: a hang-up
-// reaches its event loop a moment after close() (slowly under qemu).
+// reaches its event loop a moment after close() (slowly under qemu).  At
+// most @want once settled (a descriptor it held when @want was counted, a
+// connection of an earlier step, may be gone since): more is a leak.
 size_t open_fds_settled(pid_t pid, size_t want)
 {
 	size_t n = open_fds(pid);
-	for (int i = 0; i < 100 && n != want; i++) {
+	for (int i = 0; i < 100 && n > want; i++) {
 		usleep(50 * 1000);
 		n = open_fds(pid);
 	}
@@ -566,7 +568,7 @@ TEST_CASE("hostile clients are refused and the service goes on serving", "[servi
 	close(pfd);
 	CHECK(svc.alive());
 	// Every descriptor it was sent is closed again.
-	CHECK(open_fds_settled(svc.pid, fds_before) == fds_before);
+	CHECK(open_fds_settled(svc.pid, fds_before) <= fds_before);
 	CHECK(cache_entry(shared_dir) != "");
 	struct stat sst;
 	REQUIRE(lstat(shared_dir.c_str(), &sst) == 0);

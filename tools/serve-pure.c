@@ -451,6 +451,26 @@ int hte_mountinfo_overlay(const char *buf, size_t len, dev_t dev, const char *pa
 	return found;
 }
 
+int hte_mountinfo_root(const char *buf, size_t len, char *out, size_t cap)
+{
+	const char *p = buf, *end = buf + len;
+	int found = -1;
+
+	while (p < end) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p)), *le = nl ? nl : end, *q = p, *f, *root;
+		size_t n, root_n = 0;
+		char point[8];
+
+		/* ID PARENT MAJ:MIN ROOT POINT ... */
+		if (field(&q, le, &f, &n) && field(&q, le, &f, &n) && field(&q, le, &f, &n) &&
+		    field(&q, le, &root, &root_n) && field(&q, le, &f, &n) && n == 1 &&
+		    unoctal(f, n, point, sizeof(point)) == 0 && !strcmp(point, "/"))
+			found = unoctal(root, root_n, out, cap) == 0 ? 0 : -1;
+		p = nl ? nl + 1 : end;
+	}
+	return found;
+}
+
 /* --- the hook's records --- */
 
 int hte_id_valid(const char *id)

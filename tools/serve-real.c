@@ -145,6 +145,34 @@ static int try_layers(const struct hte_ovl_mount *o, struct pending *p, const ch
 	return NOT_HERE;
 }
 
+/*
+ * @path without the prefix of the chroot the service runs in (the root of
+ * its mount on "/", read once), or NULL: not in a chroot, or @path does
+ * not start with it.
+ */
+static const char *unchrooted(const char *path)
+{
+	static char prefix[4096];
+	static int known;
+	size_t n;
+
+	if (!known) {
+		char *buf;
+		size_t len;
+
+		known = 1;
+		if (ht_sys_read_file("/proc/self/mountinfo", &buf, &len) == 0) {
+			if (hte_mountinfo_root(buf, len, prefix, sizeof(prefix)) < 0)
+				prefix[0] = '\0';
+			free(buf);
+		}
+	}
+	n = strlen(prefix);
+	if (n <= 1 || strncmp(path, prefix, n) != 0 || path[n] != '/')
+		return NULL;
+	return path + n;
+}
+
 const char *find_real_file(struct pending *p)
 {
 	struct statfs fs;
@@ -174,23 +202,30 @@ const char *find_real_file(struct pending *p)
 	o = malloc(sizeof(*o));
 	if (!o)
 		return "out of memory";
-	/* The sender's own view of its mounts first (while it runs), then ours. */
-	for (int k = 0; k < 2 && r == NOT_HERE; k++) {
-		char *buf;
-		size_t len;
+	/*
+	 * The path as readlink() gave it, then, where the service runs in a
+	 * chroot, without the chroot's own prefix, which readlink() puts before
+	 * a path out of our reach (a container's own overlay).  For each, the
+	 * sender's own view of its mounts first (while it runs), then ours.
+	 */
+	const char *paths[2] = { path, unchrooted(path) };
+	for (int i = 0; i < 2 && paths[i] && r == NOT_HERE; i++)
+		for (int k = 0; k < 2 && r == NOT_HERE; k++) {
+			char *buf;
+			size_t len;
 
-		if (k == 0)
-			snprintf(src, sizeof(src), "/proc/%ld/mountinfo", (long)p->sender);
-		else
-			snprintf(src, sizeof(src), "/proc/self/mountinfo");
-		if (ht_sys_read_file(src, &buf, &len) < 0)
-			continue;
-		if (hte_mountinfo_overlay(buf, len, p->st.st_dev, path, o) == 1) {
-			seen = 1;
-			r = try_layers(o, p, &why);
+			if (k == 0)
+				snprintf(src, sizeof(src), "/proc/%ld/mountinfo", (long)p->sender);
+			else
+				snprintf(src, sizeof(src), "/proc/self/mountinfo");
+			if (ht_sys_read_file(src, &buf, &len) < 0)
+				continue;
+			if (hte_mountinfo_overlay(buf, len, p->st.st_dev, paths[i], o) == 1) {
+				seen = 1;
+				r = try_layers(o, p, &why);
+			}
+			free(buf);
 		}
-		free(buf);
-	}
 	free(o);
 	if (r == REFUSED)
 		return why;

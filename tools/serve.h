@@ -124,6 +124,17 @@ struct hte_ovl_mount {
  */
 int hte_mountinfo_overlay(const char *buf, size_t len, dev_t dev, const char *path, struct hte_ovl_mount *o);
 
+/*
+ * The root, in its file system, of the mount on "/" in the mountinfo text
+ * @buf (the last one: a later mount hides an earlier), into @out: "/" on a
+ * machine's own root, the directory's path where the reader runs in a
+ * chroot made by bind-mounting a directory onto itself.  readlink() of a
+ * descriptor whose mount is out of the reader's reach (an overlay mounted
+ * only in a container's namespace) prefixes that path.  Returns 0, or -1
+ * when there is no such line or it does not fit.
+ */
+int hte_mountinfo_root(const char *buf, size_t len, char *out, size_t cap);
+
 /* What the service reads of the hook's record (docs/containers-contract). */
 struct hte_record {
 	char id[HTE_ID_MAX + 1];
