@@ -166,16 +166,30 @@ static std::vector<std::string> constructor_bindings(const std::string &prog, co
 	std::vector<std::string> names;
 	bool init = false;
 	while (std::getline(in, line)) {
+		// The inits end where ld.so hands over to the program: what the
+		// preload binds later (its fini's __cxa_finalize, lazily bound on
+		// arm64) is not the constructor's.
+		if (line.find("transferring control:") != std::string::npos)
+			init = false;
 		if (line.find("calling init:") != std::string::npos)
 			init = line.find("libhugetext-preload.so") != std::string::npos;
 		size_t sym = line.find("symbol `");
 		if (init && sym != std::string::npos && line.find("binding file " + preload()) != std::string::npos)
 			names.push_back(line.substr(sym + 8, line.find('\'', sym + 8) - sym - 8));
 	}
-	// A sanitizer build's instrumentation binds its runtime's entries: not libc's.
+	// A sanitizer build's instrumentation binds its runtime's entries: not
+	// libc's.  On arm64, libgcc's constructor asks __getauxval() whether the
+	// CPU has LSE atomics, in every object that uses them: the toolchain's
+	// call, made once, not ours.
 	std::vector<std::string> libc;
+#if defined(__aarch64__)
+	const bool on_aarch64 = true;
+#else
+	const bool on_aarch64 = false;
+#endif
 	for (auto &n : names)
-		if (n.rfind("__asan", 0) != 0 && n.rfind("__ubsan", 0) != 0 && n.rfind("__sanitizer", 0) != 0)
+		if (n.rfind("__asan", 0) != 0 && n.rfind("__ubsan", 0) != 0 && n.rfind("__sanitizer", 0) != 0 &&
+		    !(n == "__getauxval" && on_aarch64))
 			libc.push_back(n);
 	return libc;
 }
