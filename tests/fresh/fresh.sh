@@ -11,8 +11,10 @@
 # (root's home is mode 700 there, as on Debian); then, in a mount
 # namespace of its own with / a mount point, proc, sys, devtmpfs, devpts,
 # tmpfs on /run (mode 755, as systemd mounts it) and /dev/shm, and /tmp
-# on the root's disk or on a tmpfs, the README's demo command and then its test command run in a chroot,
-# each verbatim, from the clone, with a login's bare environment.
+# on the root's disk or on a tmpfs, the README's commands run in a chroot,
+# each verbatim, from the clone, with a login's bare environment: on the
+# first root the demo command and then the test command; on the next, the
+# test command alone (a user who skips the demo).
 #
 # Only what reaches Debian's archive comes from this machine: its package
 # sources, its apt Acquire settings for the archive (dates) and its
@@ -188,6 +190,10 @@ for tmp in $tmps; do
 	git clone -q "$repo" "$root/root/hugetext" || die "cannot clone $repo"
 	for which in demo test; do
 		[ -n "$only" ] && [ "$only" != "$which" ] && continue
+		# The first root runs the demo, then the tests, as the README has
+		# them; the next runs the test command alone on a new root, as a
+		# user who skips the demo does (and saves CI the demo's 4 minutes).
+		[ -z "$only" ] && [ $which = demo ] && [ "$tmp" != "${tmps%% *}" ] && continue
 		[ $which = demo ] && cmd=$demo_cmd || cmd=$test_cmd
 		log=$cache/$tmp-$which.log
 		start=$(date +%s)
