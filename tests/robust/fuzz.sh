@@ -1,7 +1,7 @@
 #!/bin/sh
 # fuzz.sh NAME [SECONDS]: builds the libFuzzer harness fuzz/fuzz-NAME.c with
 # clang (-fsanitize=fuzzer,address,undefined) and runs it for SECONDS
-# (default: $HT_FUZZ_SECONDS, else 25) from the seed corpus corpus/NAME.
+# (default: $HT_FUZZ_SECONDS, else 10) from the seed corpus corpus/NAME.
 # Exits 77 (skipped) when clang or its libFuzzer runtime is missing.
 #
 # The harness is built here rather than by meson: meson builds with the
@@ -12,7 +12,7 @@
 set -u
 
 name=${1:?usage: fuzz.sh NAME [SECONDS]}
-secs=${2:-${HT_FUZZ_SECONDS:-25}}
+secs=${2:-${HT_FUZZ_SECONDS:-10}}
 here=$(cd "$(dirname "$0")" && pwd)
 src=${HT_SOURCE_ROOT:-$here/../..}
 build=${HT_BUILD_ROOT:?HT_BUILD_ROOT is not set (run through meson test)}
