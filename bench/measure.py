@@ -20,6 +20,7 @@ import time
 
 from sections.common import ARGS, NOTES, TMP, log, pool_pages, read, sh
 from sections.clang import clang
+from sections.containers import containers
 from sections.itlb import itlb
 from sections.machine import machine
 from sections.measure import measure
@@ -31,6 +32,10 @@ from sections.small import small
 from sections.startup import startup
 
 
+# Steps that run only when --only names them.
+ONLY_ASKED = ("servers", "containers")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--bin", required=True, help="directory with the bt-* programs")
@@ -40,7 +45,7 @@ def main():
     ap.add_argument("--share-dir", default="")
     ap.add_argument("--htlb-dir", default="")
     ap.add_argument("--text-cache-dir", default="", help="a tmpfs mounted huge=within_size")
-    ap.add_argument("--only", default="", help="comma list: remap,startup,itlb,memory,real,small,clang,measure,servers")
+    ap.add_argument("--only", default="", help="comma list: remap,startup,itlb,memory,real,small,clang,measure,servers,containers")
     ap.parse_args(namespace=ARGS)
     ARGS.preload = os.path.abspath(ARGS.preload)
     ARGS.pool_set = pool_pages()
@@ -57,17 +62,18 @@ def main():
     ARGS.perf_itlb = results["machine"]["perf_itlb"]
     only = set(filter(None, ARGS.only.split(",")))
     steps = [("remap", remap_cost), ("startup", startup), ("itlb", itlb), ("memory", memory),
-             ("real", realwork), ("small", small), ("clang", clang), ("measure", measure), ("servers", servers)]
+             ("real", realwork), ("small", small), ("clang", clang), ("measure", measure), ("servers", servers),
+             ("containers", containers)]
     if os.path.exists(ARGS.out) and only:
         with open(ARGS.out) as f:
             old = json.load(f)
         results = dict(old, machine=results["machine"])
     elif os.path.exists(ARGS.out):
-        # A full run measures everything but the servers (half an hour, only
-        # with --only): their last results stay, with the run they came from.
+        # A full run measures everything but the servers and the containers
+        # (only with --only): their last results stay, with the run they came from.
         with open(ARGS.out) as f:
             old = json.load(f)
-        for k in ("servers",):
+        for k in ONLY_ASKED:
             if k in old:
                 results[k] = old[k]
                 when = (old.get("measured") or {}).get(k, "an earlier run")
@@ -77,8 +83,8 @@ def main():
     for name, fn in steps:
         if only and name not in only:
             continue
-        # The servers take half an hour: only when asked for (--only servers).
-        if name == "servers" and not only:
+        # The servers take half an hour, the containers a quarter: only when asked for (--only).
+        if name in ONLY_ASKED and not only:
             continue
         t = time.time()
         (results.get("carried") or {}).pop(name, None)
