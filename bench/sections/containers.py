@@ -46,7 +46,10 @@ NODE = "/usr/bin/node"
 POSTGRES = f"{PG_BIN}/postgres"
 PG_USER = "postgres"
 PORTS = {"node": 58280, "postgres": 55532}
-ROWS = ("plain", "annotated")
+ROWS = ("plain", "annotated")  # the images, and the rows of every server
+# A row of node's beside them: the annotated image with HUGETEXT_COPY=never in the container's
+# environment (the hook's preload with no copy at all: what the page cache's pages alone give).
+NEVER = {"never": ("annotated", ["-e", "HUGETEXT_COPY=never"])}
 REPORTS = "/hugetext-reports"  # a volume of the bench's in every container: the preload's reports
 NODE_JS = ("const port = +process.argv[2];\n"
            "require('http').createServer((q, s) => { s.setHeader('content-type', 'text/plain');"
@@ -70,6 +73,7 @@ def thp():
 
 class NodeServer:
     name, binary, port = "node", NODE, PORTS["node"]
+    extra = NEVER
 
     def tree(self, work):
         t = Tree(os.path.join(work, "tree-node"))
@@ -95,6 +99,7 @@ class NodeServer:
 
 class PgServer:
     name, binary, port = "postgres", POSTGRES, PORTS["postgres"]
+    extra = {}
 
     def tree(self, work):
         t = Tree(os.path.join(work, "tree-postgres"))
@@ -181,14 +186,19 @@ class Rows:
             small_page_cache(self.real[v])
         shutil.rmtree(t.root, ignore_errors=True)
 
+    def rows(self):
+        return ROWS + tuple(self.srv.extra)
+
     def start(self, v, argv, opts, tag):
         """A container of row v running argv; (name, pid, report file on the host)."""
+        image, more = self.srv.extra.get(v, (v, []))
+        opts = list(opts) + more
         rep = f"{tag}.json"
         host_rep = os.path.join(self.reports, rep)
         if os.path.exists(host_rep):
             os.unlink(host_rep)
         opts = list(opts) + ["-v", f"{self.reports}:{REPORTS}", "-e", f"HUGETEXT_REPORT={REPORTS}/{rep}"]
-        name, pid = self.eng.start(self.image[v], argv, v == "annotated", opts)
+        name, pid = self.eng.start(self.image[image], argv, image == "annotated", opts)
         return name, pid, host_rep
 
     def first_start(self):
@@ -226,8 +236,8 @@ class Rows:
             after, moved = settled_view(pid, self.srv.binary, rep)
             view = after if after["copy_kb"] > view["copy_kb"] or not view["processes"] else view
             res.update(view=view, moved=moved, reports=report_summary(rep),
-                       claim=ctrproc.claim(v == "annotated", view, moved["copied_kb"]),
-                       hook=self.eng.hook_said(name) if v == "annotated" else None)
+                       claim=ctrproc.claim(v != "plain", view, moved["copied_kb"]),
+                       hook=self.eng.hook_said(name) if v != "plain" else None)
             return res, None
         finally:
             self.eng.remove(name)
@@ -273,8 +283,8 @@ def report_moves(path):
 
 def rounds(rows, reps, dur):
     """reps interleaved rounds of both rows; per row the runs in round order (None: failed)."""
-    runs = {v: [] for v in ROWS}
-    order = list(ROWS)
+    runs = {v: [] for v in rows.rows()}
+    order = list(rows.rows())
     for i in range(reps):
         random.shuffle(order)
         for v in order:
@@ -317,7 +327,7 @@ def server(eng, srv, reps, dur):
     rows.images()
     log(f"{srv.name}: the annotated image's first start")
     first = rows.first_start()
-    log(f"{srv.name}: {len(ROWS)} rows x {reps} rounds, {dur} s per load")
+    log(f"{srv.name}: {len(rows.rows())} rows x {reps} rounds, {dur} s per load")
     srv.rows = rows  # the memory part runs on the same images
     out = {"binary": srv.binary, "first_start": first, "rows": summarize(rounds(rows, reps, dur))}
     out["exec_mib"] = round(exec_bytes(rows.real["plain"]) / 1048576, 2)
@@ -370,7 +380,7 @@ def containers():
     os.chmod(work, 0o755)
     eng = Engine(work)
     reps = 3 if ARGS.quick else 10
-    dur = 3 if ARGS.quick else 8
+    dur = 3 if ARGS.quick else 6
     res = {"settings": {"rounds": reps, "seconds_per_load": dur, "cpus": os.cpu_count(),
                         "clients": "wrk -t2 -c32; pgbench -S -c 4 -j 2"}, "thp_before": thp()}
     pool = pool_pages()
