@@ -100,6 +100,13 @@ def server(out, s, title, unit):
     w()
     claims(out, rows)
     first(out, s.get("first_start"))
+    sv = s.get("service")
+    if sv:
+        w(f"The text service during the rounds: {sv['offers']} offers, {sv['warms']} warms ({sv['warmed_total']} "
+          f"done as warmed), {sv['filled_total']} cache fills, {sv['refused_total']} refused; each annotated run "
+          "waits, after its container is gone, until the service holds no offer"
+          + (f"; its last lines: {'; '.join(sv['lines'])}." if sv.get("lines") else "."))
+        w()
 
 
 def claims(out, rows):

@@ -45,7 +45,8 @@ from .servers import PG_BIN, clean_env, cpu_ticks, pgbench, report_summary, wait
 NODE = "/usr/bin/node"
 POSTGRES = f"{PG_BIN}/postgres"
 PG_USER = "postgres"
-PORTS = {"node": 58280, "postgres": 55532}
+# Below the ephemeral range (32768-60999): no client's own port can be in the way of a listen.
+PORTS = {"node": 18280, "postgres": 15532}
 ROWS = ("plain", "annotated")  # the images, and the rows of every server
 # A row of node's beside them: the annotated image with HUGETEXT_COPY=never in the container's
 # environment (the hook's preload with no copy at all: what the page cache's pages alone give).
@@ -212,7 +213,7 @@ class Rows:
         said = self.eng.hook_said(name)
         self.eng.remove(name)
         offered = sum(1 for x in read_reports(rep) if x.get("cache") == "offered")
-        st = (svc.wait_served(before.get("offers", 0) + offered) if offered else None) or svc.state()
+        st = served(svc, before, offered) if offered else svc.state()
         new = lambda k: [x for x in st.get(k, []) if x not in before.get(k, [])]
         return {"argv": argv, "hook": said, "reports": report_summary(rep), "moved": report_moves(rep),
                 "offered": offered, "warmed": new("warmed"), "filled": new("filled"), "refused": new("refused")}
@@ -225,7 +226,8 @@ class Rows:
         name, pid, rep = self.start(v, argv, opts, f"run-{v}")
         try:
             if not wait_port(self.srv.port):
-                return None, f"{self.srv.name} did not listen (podman logs {name})"
+                logs = self.eng.podman(["logs", name])
+                return None, f"{self.srv.name} did not listen: {(logs.stdout + logs.stderr).strip()[-200:]}"
             self.srv.load(min(dur, 4), self.work)  # connections, caches, a deferred copy's CPU
             c0 = cpu_ticks(pid)
             res, prob, view = self.load_and_look(pid, dur)
@@ -241,6 +243,16 @@ class Rows:
             return res, None
         finally:
             self.eng.remove(name)
+            if v != "plain":
+                self.settle()
+
+    def settle(self, timeout=60):
+        """Until the service holds no offer: a run's offer is served once its container is gone (the
+        service warms no file its sender still runs), and a warm drops and reads back the pages no
+        process maps, which the next run's start must not meet half done."""
+        svc = self.eng.service
+        if not wait_for(lambda: not svc.state().get("pending"), timeout, 0.2):
+            log(f"  {self.srv.name}: the service still held an offer after {timeout} s")
 
 
     def load_and_look(self, pid, dur):
@@ -257,6 +269,31 @@ class Rows:
 
 def read_reports(path):
     return ctrfloor.json_lines(read(path))
+
+
+def served(svc, before, offered, timeout=120):
+    """The service's state once it has done with @offered more offers than in @before and holds none
+    pending (offers that earlier, running senders made may stay held: not waited for)."""
+    done = lambda st: sum(st.get(k, 0) for k in ("warmed_total", "filled_total", "refused_total"))
+    want = done(before) + offered
+
+    def ready():
+        st = svc.state()
+        return st if st.get("offers", 0) >= before.get("offers", 0) + offered and done(st) >= want \
+            and not st.get("pending") else None
+    st = wait_for(ready, timeout, 0.2)
+    if not st:
+        log(f"  the text service had not done the first start's {offered} offer(s) in {timeout} s")
+    return st or svc.state()
+
+
+def service_delta(before, after):
+    """What the service did between two of its states: offers, warms and fills, the last lines."""
+    out = {k: after.get(k, 0) - before.get(k, 0) for k in ("offers", "warms", "warmed_total", "filled_total",
+                                                           "refused_total")}
+    out["lines"] = [x for k in ("warmed", "filled", "refused") for x in after.get(k, [])
+                    if x not in before.get(k, [])][-4:]
+    return out
 
 
 def settled_view(pid, binary, rep, timeout=5):
@@ -329,7 +366,9 @@ def server(eng, srv, reps, dur):
     first = rows.first_start()
     log(f"{srv.name}: {len(rows.rows())} rows x {reps} rounds, {dur} s per load")
     srv.rows = rows  # the memory part runs on the same images
+    before = eng.service.state()
     out = {"binary": srv.binary, "first_start": first, "rows": summarize(rounds(rows, reps, dur))}
+    out["service"] = service_delta(before, eng.service.state())
     out["exec_mib"] = round(exec_bytes(rows.real["plain"]) / 1048576, 2)
     return out
 
@@ -360,7 +399,8 @@ def four(eng, node_rows, dur):
 def four_views(rows, v, started, dur):
     for i in range(len(started)):
         if not wait_port(PORTS["node"] + 1 + i):
-            return {"na": f"container {i + 1} of 4 did not listen"}
+            logs = rows.eng.podman(["logs", started[i][0]])
+            return {"na": f"container {i + 1} of 4 did not listen: {(logs.stdout + logs.stderr).strip()[-200:]}"}
         wrk(PORTS["node"] + 1 + i, dur)  # each serves a while: what a running server maps, a copy's CPU
     time.sleep(1)
     views, moved = zip(*[settled_view(pid, NODE, rep) for _, pid, rep in started])
