@@ -34,6 +34,8 @@ from sections.startup import startup
 
 # Steps that run only when --only names them.
 ONLY_ASKED = ("servers", "containers")
+# What each step records of the machine it ran on ("machines"): an --only run's may not be the page's.
+MACHINE_KEYS = ("date", "quick", "commit", "cpu", "kernel", "pool_pages")
 
 
 def main():
@@ -67,7 +69,9 @@ def main():
     if os.path.exists(ARGS.out) and only:
         with open(ARGS.out) as f:
             old = json.load(f)
-        results = dict(old, machine=results["machine"])
+        # The page's machine and run stay those of the run that measured the rest; each step
+        # measured now records this machine beside its results (MACHINES, below).
+        results = dict(old, machine=old.get("machine") or results["machine"], now=results["machine"])
     elif os.path.exists(ARGS.out):
         # A full run measures everything but the servers and the containers
         # (only with --only): their last results stay, with the run they came from.
@@ -99,10 +103,14 @@ def main():
         results.setdefault("seconds", {})[name] = round(time.time() - t, 1)
         results.setdefault("measured", {})[name] = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(t))
         results.setdefault("load", {})[name] = [float(load0), float(read("/proc/loadavg").split()[0])]
+        now = results.get("now") or results["machine"]
+        results.setdefault("machines", {})[name] = {k: now.get(k) for k in MACHINE_KEYS}
         with open(ARGS.out, "w") as f:
-            json.dump(dict(results, notes=NOTES), f, indent=1)
+            json.dump({k: v for k, v in dict(results, notes=NOTES).items() if k != "now"}, f, indent=1)
     results["notes"] = NOTES
-    results["total_seconds"] = round(time.time() - t0, 1)
+    results.pop("now", None)
+    if not only:  # an --only run's time is in "seconds"; the page's total stays the full run's
+        results["total_seconds"] = round(time.time() - t0, 1)
     with open(ARGS.out, "w") as f:
         json.dump(results, f, indent=1)
     shutil.rmtree(TMP, ignore_errors=True)

@@ -20,6 +20,13 @@ def write(out, R):
         w("Not measured in this run: `bench/run.sh --only containers` (about 12 minutes) measures it.")
         w()
         return
+    mc = (R.get("machines") or {}).get("containers")
+    if mc:
+        w(f"Measured on {mc.get('date')}{' with --quick' if mc.get('quick') else ''} by `bench/run.sh --only "
+          f"containers` (`{mc.get('cpu')}`, kernel `{mc.get('kernel')}`, library at commit `{mc.get('commit')}`), "
+          f"in {(R.get('seconds') or {}).get('containers', 0) / 60:.1f} minutes; the machine table above is the "
+          "run's that measured the other sections.")
+        w()
     carried = (R.get("carried") or {}).get("containers")
     if carried:
         w(f"From the run of {carried} (`bench/run.sh --only containers`); its machine and load were that run's.")
@@ -51,6 +58,8 @@ def intro(out, c):
           f"start or later. {st.get('rounds', '?')} interleaved rounds (the order shuffled each round), a "
           f"fresh container per run, one untimed load, then {st.get('seconds_per_load', '?')} s timed; "
           "median [min–max]. CPU per request: all of the container's processes, from the host's /proc. The "
+          f"bench's explicit page pool is set aside for the section ({c.get('pool_during', '?')} pages during it): "
+          "the defaults copy into explicit pages where a pool has free pages, which a user's machine has not. The "
           "paired columns: annotated over plain round by round through `hugetext measure --stats` (the "
           "Hodges-Lehmann estimate of the paired log-ratios, the exact Wilcoxon signed-rank interval; decided "
           "where the 99.5% interval excludes 1 or lies within 2% of it); \"not decided\" is no claim either way.")
@@ -201,7 +210,9 @@ def floor(out, f):
       "each round); ms, median [quartiles]. The goal and its verdict are section 6's: at most "
       f"{g.get('ms', 0.02)} ms or {(g.get('ratio', 1.01) - 1) * 100:.0f}% of the run over the empty preload, on "
       "the paired differences by a 95% bootstrap interval of their median; claimed only where the preload's "
-      "reports (extra runs) show it moved nothing.")
+      "reports (extra runs) show it moved nothing. The comparison is what the hook gives against the cheapest "
+      "preload an image could carry: the preloaded rows load hugetext's preload through `/etc/ld.so.preload` "
+      "(the loader opens and reads that file too), the empty preload comes through `LD_PRELOAD`.")
     w()
     w("| program | plain | empty preload | hugetext, default | hugetext, `HUGETEXT_MATCH=.` | goal |")
     w("|---|---|---|---|---|---|")
