@@ -28,6 +28,9 @@ engine, hook and service set up as sections/podman.py says).  Parts:
                    the annotated ones share one copy (the same frames).
   floor            programs with nothing to move in an annotated container
                    against an empty preload in the same image (ctrfloor.py).
+
+BENCH_CONTAINERS=node,postgres,memory,floor runs only those parts;
+BENCH_CONTAINER_ROUNDS=N sets the servers' rounds (10; 3 with --quick).
 """
 import os
 import pwd
@@ -419,7 +422,7 @@ def containers():
     os.chmod(TMP, 0o755)
     os.chmod(work, 0o755)
     eng = Engine(work)
-    reps = 3 if ARGS.quick else 10
+    reps = int(os.environ.get("BENCH_CONTAINER_ROUNDS") or (3 if ARGS.quick else 10))
     dur = 3 if ARGS.quick else 6
     res = {"settings": {"rounds": reps, "seconds_per_load": dur, "cpus": os.cpu_count(),
                         "clients": "wrk -t2 -c32; pgbench -S -c 4 -j 2"}, "thp_before": thp()}
