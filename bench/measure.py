@@ -114,7 +114,7 @@ def main():
     with open(ARGS.out, "w") as f:
         json.dump(results, f, indent=1)
     shutil.rmtree(TMP, ignore_errors=True)
-    log(f"done in {results['total_seconds']} s: {ARGS.out}")
+    log(f"done in {round(time.time() - t0, 1)} s: {ARGS.out}")
 
 
 if __name__ == "__main__":

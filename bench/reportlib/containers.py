@@ -121,7 +121,7 @@ def server(out, s, title, unit):
 def claims(out, rows):
     w = out.w
     w("| row | processes (with the preload) | shared huge MiB | private copy MiB (on huge pages) | code Pss MiB "
-      "(all processes) | the reports: kept / copied MiB | claim | the preload's report lines (last run) |")
+      "(all processes) | the reports: kept / copied MiB (runs) | claim | the preload's report lines (last run) |")
     w("|---|---|---|---|---|---|---|---|")
     for name, r in rows.items():
         v = r.get("view")
@@ -146,7 +146,9 @@ def moved(ms):
     """The reports' kept and copied MiB per run, e.g. "24 / 2, 24 / 2"."""
     if not ms:
         return "-"
-    return ", ".join(f"{m['kept_kb'] / 1024:.0f} / {m['copied_kb'] / 1024:.0f}" for m in ms)
+    runs = [f"{m['kept_kb'] / 1024:.0f} / {m['copied_kb'] / 1024:.0f}" for m in ms]
+    seen = list(dict.fromkeys(runs))  # each value once, in the order first seen, with its count
+    return ", ".join(f"{v} (x{runs.count(v)})" if runs.count(v) > 1 else v for v in seen)
 
 
 def first(out, f):
