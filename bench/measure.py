@@ -20,6 +20,7 @@ import time
 
 from sections.common import ARGS, NOTES, TMP, log, pool_pages, read, sh
 from sections.clang import clang
+from sections.containers import containers
 from sections.itlb import itlb
 from sections.machine import machine
 from sections.measure import measure
@@ -31,6 +32,12 @@ from sections.small import small
 from sections.startup import startup
 
 
+# Steps that run only when --only names them.
+ONLY_ASKED = ("servers", "containers")
+# What each step records of the machine it ran on ("machines"): an --only run's may not be the page's.
+MACHINE_KEYS = ("date", "quick", "commit", "cpu", "kernel", "pool_pages")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--bin", required=True, help="directory with the bt-* programs")
@@ -40,7 +47,7 @@ def main():
     ap.add_argument("--share-dir", default="")
     ap.add_argument("--htlb-dir", default="")
     ap.add_argument("--text-cache-dir", default="", help="a tmpfs mounted huge=within_size")
-    ap.add_argument("--only", default="", help="comma list: remap,startup,itlb,memory,real,small,clang,measure,servers")
+    ap.add_argument("--only", default="", help="comma list: remap,startup,itlb,memory,real,small,clang,measure,servers,containers")
     ap.parse_args(namespace=ARGS)
     ARGS.preload = os.path.abspath(ARGS.preload)
     ARGS.pool_set = pool_pages()
@@ -57,17 +64,20 @@ def main():
     ARGS.perf_itlb = results["machine"]["perf_itlb"]
     only = set(filter(None, ARGS.only.split(",")))
     steps = [("remap", remap_cost), ("startup", startup), ("itlb", itlb), ("memory", memory),
-             ("real", realwork), ("small", small), ("clang", clang), ("measure", measure), ("servers", servers)]
+             ("real", realwork), ("small", small), ("clang", clang), ("measure", measure), ("servers", servers),
+             ("containers", containers)]
     if os.path.exists(ARGS.out) and only:
         with open(ARGS.out) as f:
             old = json.load(f)
-        results = dict(old, machine=results["machine"])
+        # The page's machine and run stay those of the run that measured the rest; each step
+        # measured now records this machine beside its results (MACHINES, below).
+        results = dict(old, machine=old.get("machine") or results["machine"], now=results["machine"])
     elif os.path.exists(ARGS.out):
-        # A full run measures everything but the servers (half an hour, only
-        # with --only): their last results stay, with the run they came from.
+        # A full run measures everything but the servers and the containers
+        # (only with --only): their last results stay, with the run they came from.
         with open(ARGS.out) as f:
             old = json.load(f)
-        for k in ("servers",):
+        for k in ONLY_ASKED:
             if k in old:
                 results[k] = old[k]
                 when = (old.get("measured") or {}).get(k, "an earlier run")
@@ -77,8 +87,8 @@ def main():
     for name, fn in steps:
         if only and name not in only:
             continue
-        # The servers take half an hour: only when asked for (--only servers).
-        if name == "servers" and not only:
+        # The servers take half an hour, the containers a quarter: only when asked for (--only).
+        if name in ONLY_ASKED and not only:
             continue
         t = time.time()
         (results.get("carried") or {}).pop(name, None)
@@ -93,14 +103,18 @@ def main():
         results.setdefault("seconds", {})[name] = round(time.time() - t, 1)
         results.setdefault("measured", {})[name] = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(t))
         results.setdefault("load", {})[name] = [float(load0), float(read("/proc/loadavg").split()[0])]
+        now = results.get("now") or results["machine"]
+        results.setdefault("machines", {})[name] = {k: now.get(k) for k in MACHINE_KEYS}
         with open(ARGS.out, "w") as f:
-            json.dump(dict(results, notes=NOTES), f, indent=1)
+            json.dump({k: v for k, v in dict(results, notes=NOTES).items() if k != "now"}, f, indent=1)
     results["notes"] = NOTES
-    results["total_seconds"] = round(time.time() - t0, 1)
+    results.pop("now", None)
+    if not only:  # an --only run's time is in "seconds"; the page's total stays the full run's
+        results["total_seconds"] = round(time.time() - t0, 1)
     with open(ARGS.out, "w") as f:
         json.dump(results, f, indent=1)
     shutil.rmtree(TMP, ignore_errors=True)
-    log(f"done in {results['total_seconds']} s: {ARGS.out}")
+    log(f"done in {round(time.time() - t0, 1)} s: {ARGS.out}")
 
 
 if __name__ == "__main__":

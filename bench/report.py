@@ -14,13 +14,13 @@ import json
 import os
 import sys
 
-from reportlib import (breakeven, clang, counters, header, itlb, measure, memory, notes, real, remap,
-                       reproduce, servers, small, startup, summary)
+from reportlib import (breakeven, clang, containers, counters, header, itlb, measure, memory, notes, real,
+                       remap, reproduce, servers, small, startup, summary)
 from reportlib.common import Report
 
 # The page's sections after the summary, in order.
-SECTIONS = [remap, startup, itlb, memory, real, small, clang, servers, counters, measure, breakeven, notes,
-            reproduce]
+SECTIONS = [remap, startup, itlb, memory, real, small, clang, servers, containers, counters, measure, breakeven,
+            notes, reproduce]
 
 
 def main():

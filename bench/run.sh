@@ -14,6 +14,15 @@
 #                                servers (PostgreSQL, MariaDB, a Node HTTP
 #                                server under pgbench, sysbench and wrk; only
 #                                with --only: about 35 minutes, 6 with --quick)
+#                                containers (node under wrk and PostgreSQL
+#                                under pgbench -S in Podman containers,
+#                                plain against annotated for the OCI hook;
+#                                four node containers' memory; /bin/true,
+#                                ls, git in a container against an empty
+#                                preload; Podman and runc from Debian, the
+#                                engine set up by the bench, nothing
+#                                pulled; only with --only: about 12
+#                                minutes, 4 with --quick)
 #   bench/run.sh --report-only   redo the report from the last results
 #                                (BUILD's, else docs/benchmarks.json, which
 #                                every full or --only run leaves)
@@ -34,7 +43,7 @@ while [ $# -gt 0 ]; do
 	--quick) MODE=(--quick) ;;
 	--only) ONLY=$2; shift ;;
 	--report-only) REPORT_ONLY=1 ;;
-	-h|--help) sed -n '2,24p' "$0"; exit 0 ;;
+	-h|--help) sed -n '2,33p' "$0"; exit 0 ;;
 	*) echo "unknown argument: $1" >&2; exit 2 ;;
 	esac
 	shift
@@ -56,6 +65,9 @@ if [ $REPORT_ONLY = 0 ]; then
 	command -v perf >/dev/null || pkgs+=(linux-perf)
 	case ",$ONLY," in
 	*,servers,*) pkgs+=(postgresql mariadb-server sysbench wrk) ;;
+	esac
+	case ",$ONLY," in
+	*,containers,*) pkgs+=(podman runc postgresql wrk) ;;
 	esac
 	missing=()
 	for p in "${pkgs[@]}"; do

@@ -5,6 +5,7 @@
  * seed), after one untimed round that warms the caches.
  *
  *   time-runs ROUNDS -- [NAME=VALUE...] PROGRAM [ARG...] [-- VARIANT...]
+ *   time-runs --serve -- [NAME=VALUE...] PROGRAM [ARG...] [-- VARIANT...]
  *
  * A variant is the environment of time-runs plus its NAME=VALUE settings.
  * The child's stdin, stdout and stderr are /dev/null.  One line per run:
@@ -16,6 +17,12 @@
  * when killed).  posix_spawn() starts the child without copying our page
  * tables, so a run costs little beyond the program itself; Python's
  * subprocess adds about a millisecond of its own to every run.
+ *
+ * --serve: after the untimed round, one run per line of standard input,
+ * "VARIANT ROUND", answered by its line (flushed at once).  So one caller
+ * can interleave the runs of several time-runs processes, each in its own
+ * container (bench/sections/containers.py), with every run still timed
+ * here, next to the program, and none of the caller's latency in it.
  */
 #include <spawn.h>
 #include <stdio.h>
@@ -147,18 +154,38 @@ static void shuffle(int *order, int n, unsigned *seed)
 	}
 }
 
+/* --serve: runs what standard input asks for until it ends; 0, or 1 on a bad request. */
+static int serve(const struct variant *v, int n)
+{
+	long long wall, cpu;
+	int k, r, st;
+
+	while (scanf("%d %d", &k, &r) == 2) {
+		if (k < 0 || k >= n)
+			return 1;
+		st = run_once(&v[k], &wall, &cpu);
+		if (st < 0)
+			return 1;
+		printf("%d %d %lld %lld %d\n", k, r, wall, cpu, st);
+		if (fflush(stdout) != 0)
+			return 1;
+	}
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	static struct variant v[MAX_VARIANTS];
 	int order[MAX_VARIANTS];
 	unsigned seed = 1;
 	long long wall, cpu;
+	int serving = argc > 1 && strcmp(argv[1], "--serve") == 0;
 	int rounds, n;
 
-	rounds = argc > 1 ? atoi(argv[1]) : 0;
-	n = rounds > 0 ? parse_variants(argc - 2, argv + 2, v) : -1;
+	rounds = serving ? 0 : argc > 1 ? atoi(argv[1]) : 0;
+	n = rounds > 0 || serving ? parse_variants(argc - 2, argv + 2, v) : -1;
 	if (n <= 0) {
-		fprintf(stderr, "usage: time-runs ROUNDS -- [NAME=VALUE...] PROGRAM [ARG...] [-- ...]\n");
+		fprintf(stderr, "usage: time-runs ROUNDS|--serve -- [NAME=VALUE...] PROGRAM [ARG...] [-- ...]\n");
 		return 2;
 	}
 	for (int i = 0; i < n; i++) {
@@ -166,6 +193,8 @@ int main(int argc, char **argv)
 		if (run_once(&v[i], &wall, &cpu) < 0) /* the untimed round */
 			return 1;
 	}
+	if (serving)
+		return serve(v, n);
 	for (int r = 0; r < rounds; r++) {
 		shuffle(order, n, &seed);
 		for (int i = 0; i < n; i++) {
