@@ -203,29 +203,29 @@ const char *find_real_file(struct pending *p)
 	if (!o)
 		return "out of memory";
 	/*
-	 * The path as readlink() gave it, then, where the service runs in a
-	 * chroot, without the chroot's own prefix, which readlink() puts before
-	 * a path out of our reach (a container's own overlay).  For each, the
-	 * sender's own view of its mounts first (while it runs), then ours.
+	 * The sender's own view of its mounts first (while it runs), then ours;
+	 * in each, the path as readlink() gave it and then, where the service
+	 * runs in a chroot, without the chroot's own prefix, which readlink()
+	 * puts before a path out of our reach (a container's own overlay).
+	 * Each mountinfo is read once.
 	 */
 	const char *paths[2] = { path, unchrooted(path) };
-	for (int i = 0; i < 2 && paths[i] && r == NOT_HERE; i++)
-		for (int k = 0; k < 2 && r == NOT_HERE; k++) {
-			char *buf;
-			size_t len;
+	char *info[2] = { NULL, NULL };
+	size_t info_len[2] = { 0, 0 };
 
-			if (k == 0)
-				snprintf(src, sizeof(src), "/proc/%ld/mountinfo", (long)p->sender);
-			else
-				snprintf(src, sizeof(src), "/proc/self/mountinfo");
-			if (ht_sys_read_file(src, &buf, &len) < 0)
-				continue;
-			if (hte_mountinfo_overlay(buf, len, p->st.st_dev, paths[i], o) == 1) {
+	snprintf(src, sizeof(src), "/proc/%ld/mountinfo", (long)p->sender);
+	if (ht_sys_read_file(src, &info[0], &info_len[0]) < 0)
+		info[0] = NULL;
+	if (ht_sys_read_file("/proc/self/mountinfo", &info[1], &info_len[1]) < 0)
+		info[1] = NULL;
+	for (int i = 0; i < 2 && paths[i] && r == NOT_HERE; i++)
+		for (int k = 0; k < 2 && r == NOT_HERE; k++)
+			if (info[k] && hte_mountinfo_overlay(info[k], info_len[k], p->st.st_dev, paths[i], o) == 1) {
 				seen = 1;
 				r = try_layers(o, p, &why);
 			}
-			free(buf);
-		}
+	free(info[0]);
+	free(info[1]);
 	free(o);
 	if (r == REFUSED)
 		return why;
