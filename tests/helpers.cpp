@@ -434,6 +434,14 @@ bool have_program(const std::string &name)
 	return run_cmd({ "sh", "-c", "command -v " + name + " >/dev/null" }).status == 0;
 }
 
+std::vector<std::string> without_leak_check()
+{
+	const char *asan = getenv("ASAN_OPTIONS");
+	if (!asan)
+		return {};
+	return { std::string("ASAN_OPTIONS=") + asan + ":detect_leaks=0" };
+}
+
 std::string cache_entry(const std::string &dir)
 {
 	std::string found;

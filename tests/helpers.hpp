@@ -103,6 +103,10 @@ char *map_code_file(const std::string &path, const std::vector<char> &bytes);
 // that cannot be had.
 bool private_run_dir(const std::string &text_dir);
 bool have_program(const std::string &name);
+// In a sanitizer build (ASAN_OPTIONS set), the variable again with the leak
+// check off, for a program run under ptrace (strace), where it cannot run;
+// elsewhere nothing.
+std::vector<std::string> without_leak_check();
 
 // The executable PT_LOAD segments of the 64-bit ELF file @path, in this
 // machine's byte order, from its program headers (none when it is not one).

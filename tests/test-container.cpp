@@ -278,10 +278,9 @@ ct_run run_in(const std::vector<std::string> &argv, const std::vector<std::strin
 	std::vector<std::string> vars = { "LD_PRELOAD=" + hook_dir + "/libhugetext-preload.so",
 					  "HUGETEXT_REPORT=" + report };
 	vars.insert(vars.end(), more.begin(), more.end());
-	// A sanitizer build's leak check cannot run under ptrace.
-	const char *asan = getenv("ASAN_OPTIONS");
-	if (!traced.empty() && asan)
-		vars.push_back(std::string("ASAN_OPTIONS=") + asan + ":detect_leaks=0");
+	if (!traced.empty())
+		for (auto &v : without_leak_check())
+			vars.push_back(v);
 	std::vector<std::string> cmd = { build_path("tests/robust/seccomp-run") }, tail;
 	if (!traced.empty())
 		tail = { "strace", "-f", "-qq", "-o", traced, "-e", "trace=mkdir,mkdirat,open,openat" };

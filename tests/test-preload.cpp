@@ -109,9 +109,8 @@ static std::string traced_files(const std::vector<std::string> &argv, const std:
 	cmd.insert(cmd.end(), argv.begin(), argv.end());
 	// Without the settings main.cpp gives every program the tests start.
 	std::vector<std::string> vars = { "HUGETEXT_PAGE_CACHE", "HUGETEXT_COPY" };
-	// A sanitizer build's leak check cannot run under ptrace.
-	if (const char *asan = getenv("ASAN_OPTIONS"))
-		vars.push_back(std::string("ASAN_OPTIONS=") + asan + ":detect_leaks=0");
+	for (auto &v : without_leak_check())
+		vars.push_back(v);
 	vars.insert(vars.end(), env.begin(), env.end());
 	run_result r = run_cmd(cmd, vars);
 	INFO(r.err);
