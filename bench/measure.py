@@ -18,7 +18,7 @@ import random
 import shutil
 import time
 
-from sections.common import ARGS, NOTES, TMP, log, pool_pages, read, sh
+from sections.common import ARGS, NOTES, TMP, guarded, log, pool_pages, read, sh
 from sections.clang import clang
 from sections.containers import containers
 from sections.itlb import itlb
@@ -94,12 +94,7 @@ def main():
         (results.get("carried") or {}).pop(name, None)
         load0 = read("/proc/loadavg").split()[0]
         log(f"=== {name} (load average {load0})")
-        try:
-            results[name] = fn()
-        except Exception as e:  # one broken step must not lose the others
-            import traceback
-            traceback.print_exc()
-            results[name] = {"na": f"the step crashed: {e!r}"}
+        results[name] = guarded(fn, "step")
         results.setdefault("seconds", {})[name] = round(time.time() - t, 1)
         results.setdefault("measured", {})[name] = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(t))
         results.setdefault("load", {})[name] = [float(load0), float(read("/proc/loadavg").split()[0])]

@@ -11,6 +11,7 @@ import statistics
 import subprocess
 import tempfile
 import time
+import traceback
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 # The command line, filled in by measure.py's main() (the same object all along).
@@ -27,6 +28,15 @@ def note(msg):
     if msg not in NOTES:
         NOTES.append(msg)
         log("note: " + msg)
+
+
+def guarded(fn, what):
+    """fn()'s result, or {"na": why} when it raised: one broken part must not lose the others."""
+    try:
+        return fn()
+    except Exception as e:
+        traceback.print_exc()
+        return {"na": f"the {what} crashed: {e!r}"}
 
 
 def sh(cmd):

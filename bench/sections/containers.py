@@ -41,7 +41,7 @@ import threading
 import time
 
 from . import ctrfloor, ctrproc
-from .common import ARGS, TMP, exec_bytes, log, note, pool_pages, read, small_page_cache, stats
+from .common import ARGS, TMP, exec_bytes, guarded, log, note, pool_pages, read, small_page_cache, stats
 from .podman import Engine, Tree, wait_for
 from .servers import PG_BIN, clean_env, cpu_ticks, pgbench, report_summary, wait_port, wrk
 
@@ -458,12 +458,7 @@ def parts(eng, reps, dur):
         if os.environ.get("BENCH_CONTAINERS") and key not in os.environ["BENCH_CONTAINERS"].split(","):
             continue
         t = time.time()
-        try:
-            out[key] = fn()
-        except Exception as e:  # one broken part must not lose the others
-            import traceback
-            traceback.print_exc()
-            out[key] = {"na": f"the part crashed: {e!r}"}
+        out[key] = guarded(fn, "part")
         out.setdefault("seconds", {})[key] = round(time.time() - t, 1)
     return out
 
