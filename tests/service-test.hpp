@@ -187,6 +187,24 @@ ht_offer offer_of(uint64_t off, uint64_t len, uint64_t mapped)
 const code_span fixture_span = code_span_of(build_path("tests/bigtext-nopie"));
 const uint64_t span_off = fixture_span.off, span_len = fixture_span.len;
 
+// Offers @path's fixture span from a child that runs it (maps it
+// executable, as the library's process does) and exits once it is sent:
+// the service may read the child's maps before or after that exit, and
+// either way the offer is one it serves.  Returns the child's exit status.
+int offer_from_runner(const std::string &path)
+{
+	pid_t child = fork();
+	if (child == 0) {
+		int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+		void *x = fd >= 0 ? mmap(nullptr, 4096, PROT_READ | PROT_EXEC, MAP_PRIVATE, fd, (off_t)span_off)
+				  : MAP_FAILED;
+		ht_offer m = offer_of(span_off, span_len, span_len);
+		_exit(x != MAP_FAILED && send_raw(&m, sizeof(m), { fd }) == 0 ? 0 : 1);
+	}
+	int status = -1;
+	return child > 0 && waitpid(child, &status, 0) == child ? status : -1;
+}
+
 } // namespace
 
 #endif

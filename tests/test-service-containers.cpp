@@ -732,13 +732,7 @@ TEST_CASE("a service killed in the middle of a fill leaves nothing mapped, and t
 		int in = inotify_init1(IN_CLOEXEC);
 		REQUIRE(in >= 0);
 		REQUIRE(inotify_add_watch(in, shared_dir.c_str(), IN_CREATE) >= 0);
-		pid_t child = fork();
-		if (child == 0) {
-			int fd = open(prog.c_str(), O_RDONLY);
-			ht_offer m = offer_of(span_off, span_len, span_len);
-			_exit(fd >= 0 && send_raw(&m, sizeof(m), { fd }) == 0 ? 0 : 1);
-		}
-		waitpid(child, nullptr, 0);
+		REQUIRE(offer_from_runner(prog) == 0);
 		// The fill's temporary file is made: the service is stopped there, then killed.
 		char buf[4096];
 		struct pollfd pf = { in, POLLIN, 0 };
@@ -774,13 +768,7 @@ TEST_CASE("a service killed in the middle of a fill leaves nothing mapped, and t
 	CHECK(next.text().find("left half-made by a service that was killed") != std::string::npos);
 	// And it serves: the same file is filled whole.
 	std::string prog = program_copy("killed-after");
-	pid_t child = fork();
-	if (child == 0) {
-		int fd = open(prog.c_str(), O_RDONLY);
-		ht_offer m = offer_of(span_off, span_len, span_len);
-		_exit(fd >= 0 && send_raw(&m, sizeof(m), { fd }) == 0 ? 0 : 1);
-	}
-	waitpid(child, nullptr, 0);
+	REQUIRE(offer_from_runner(prog) == 0);
 	CHECK(next.wait_for("filled_total", 1));
 	CHECK(!cache_entry(shared_dir).empty());
 }

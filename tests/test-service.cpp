@@ -392,15 +392,7 @@ TEST_CASE("a file that others still map is warmed again less and less often, the
 	service svc;
 	REQUIRE(svc.alive());
 	// The sender runs the file, offers it and is gone.
-	pid_t child = fork();
-	if (child == 0) {
-		void *x = mmap(nullptr, 4096, PROT_READ | PROT_EXEC, MAP_PRIVATE, fd, (off_t)span_off);
-		ht_offer good = offer_of(span_off, span_len, span_len);
-		_exit(x != MAP_FAILED && send_raw(&good, sizeof(good), { fd }) == 0 ? 0 : 1);
-	}
-	int status = -1;
-	REQUIRE(waitpid(child, &status, 0) == child);
-	CHECK(status == 0);
+	CHECK(offer_from_runner(prog) == 0);
 	// (A loaded machine may take a while: the suite runs beside it.)
 	bool warmed_once = svc.wait_for("warms", 1, 60);
 	INFO(svc.text());
