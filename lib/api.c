@@ -203,6 +203,14 @@ static void move_planned(struct run *r, const struct ht_object *o, const struct 
 		src.fd = ht_open_clean_source(p, loader_name(o));
 		src.file_off = p->file_off;
 	}
+	/* Left: a last page the code ends inside, which the page cache may yet serve. */
+	if (use_cache && ht_keep_tail_page(p, src.fd)) {
+		ht_sys_close(src.fd);
+		g->kept_bytes += HT_HUGE_PAGE_SIZE;
+		g->huge_bytes = g->kept_bytes;
+		ht_set_outcome(r, g, HT_STATUS_SKIPPED, HT_E_ALREADY, 0);
+		return;
+	}
 	if (opt.budget_ms)
 		src.deadline_ms = r->t0 + opt.budget_ms;
 	/* A deferred copy (no object) tried the cache already, at start-up. */

@@ -7,6 +7,8 @@
 #include "sys.h"
 
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/statfs.h>
 
 /*
@@ -86,6 +88,51 @@ size_t ht_keep_kernel_pages(const struct ht_seg_plan *p, struct ht_seg_plan *res
 	return from < to ? kept : len;
 }
 
+/*
+ * Whether @p is a last 2 MiB page that the code's mapping ends inside, with
+ * nothing but free address space after it (node's layout: its code, then
+ * a hole up to the next segment), and whose 2 MiB of the file all exist.
+ */
+static int lone_tail_page(const struct ht_seg_plan *p, int fd)
+{
+	struct stat st;
+
+	return p->span.end - p->span.start == HT_HUGE_PAGE_SIZE && p->reserve_gap && p->file_backed &&
+	       p->mapped > 0 && p->mapped < HT_HUGE_PAGE_SIZE && p->mapped % HT_PAGE == 0 &&
+	       p->file_off % HT_HUGE_PAGE_SIZE == 0 && ht_sys_fstat(fd, &st) == 0 &&
+	       (uint64_t)st.st_size >= p->file_off + HT_HUGE_PAGE_SIZE;
+}
+
+static int mapped_huge(uintptr_t start)
+{
+	unsigned char huge = 0;
+
+	return (ht_sys_scan_huge_chunks(start, 1, &huge) == 0 || all_huge_by_smaps(start, 1, &huge)) && huge;
+}
+
+int ht_keep_tail_page(const struct ht_seg_plan *p, int fd)
+{
+	char *start = (char *)p->span.start, *gap = start + p->mapped;
+	size_t gap_len = HT_HUGE_PAGE_SIZE - p->mapped;
+	int prot = PROT_READ | PROT_EXEC;
+
+	/* Not in the background: the program may have changed its code's protection by then. */
+	if (ht_in_background || fd < 0 || !lone_tail_page(p, fd) || !cached(p->span.start))
+		return 0;
+	/* The free part, claimed only if nothing was mapped there since the plan. */
+	if (ht_sys_map_file_at(gap, gap_len, prot, fd, p->file_off + p->mapped, 0) < 0)
+		return 0;
+	/* One mapping of the whole 2 MiB, put over the code's in one step. */
+	if (ht_sys_map_file_at(start, HT_HUGE_PAGE_SIZE, prot, fd, p->file_off, 1) == 0) {
+		(void)*(volatile const char *)start;
+		if (mapped_huge(p->span.start))
+			return 1;
+	}
+	/* The code's part stays a mapping of its file (the same bytes); the claim goes. */
+	ht_sys_unmap(gap, gap_len);
+	return 0;
+}
+
 /* File systems whose page cache holds 2 MiB pages on this kernel's read path. */
 static int keeps_huge_pages(int fd)
 {
@@ -106,8 +153,15 @@ void ht_warm_copied(const struct run *r, const struct ht_seg_plan *done, int fd,
 		    struct ht_region *g)
 {
 	size_t whole = ht_round_down(done->mapped, HT_HUGE_PAGE_SIZE);
+	struct ht_seg_plan tail = *done;
 	int64_t huge;
 
+	/* A last page with free space after it is the page cache's too (ht_keep_tail_page). */
+	tail.span.start = done->span.start + whole;
+	tail.file_off = done->file_off + whole;
+	tail.mapped = done->mapped - whole;
+	if (fd >= 0 && lone_tail_page(&tail, fd))
+		whole += HT_HUGE_PAGE_SIZE;
 	if (!whole || fd < 0 || ht_budget_spent(r) || !keeps_huge_pages(fd) ||
 	    ht_sys_drop_cached(fd, done->file_off, whole) < 0)
 		return;

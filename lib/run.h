@@ -73,6 +73,14 @@ void ht_verify(struct run *r);
 /* --- pagecache.c --- */
 int ht_page_cache_usable(const struct ht_options *opt, const struct ht_seg_plan *p);
 size_t ht_keep_kernel_pages(const struct ht_seg_plan *p, struct ht_seg_plan *rest);
+/*
+ * A last 2 MiB page that the code's mapping ends inside, with free space
+ * after it (ht_seg_plan.reserve_gap): maps the file over all of it, so the
+ * kernel can map it from a 2 MiB page-cache page, and keeps that when it
+ * does.  Else the program's mappings are as they were (the code's part is
+ * mapped again from the same file, in one step).  Returns 1 when kept.
+ */
+int ht_keep_tail_page(const struct ht_seg_plan *p, int fd);
 void ht_warm_copied(const struct run *r, const struct ht_seg_plan *done, int fd,
 		    struct ht_region *g);
 

@@ -123,6 +123,21 @@ int ht_sys_map_file(int fd, size_t len, int prot, int shared, void **out)
 	return 0;
 }
 
+int ht_sys_map_file_at(void *addr, size_t len, int prot, int fd, uint64_t off, int replace)
+{
+	int flags = MAP_PRIVATE | (replace ? MAP_FIXED : MAP_FIXED_NOREPLACE);
+	void *p = ht_sys.mmap(addr, len, prot, flags, fd, (off_t)off);
+
+	if (p == MAP_FAILED)
+		return ht_sys_neg_errno();
+	if (p != addr) {
+		/* An old kernel took NOREPLACE as a hint. */
+		ht_sys.munmap(p, len);
+		return -EEXIST;
+	}
+	return 0;
+}
+
 int ht_sys_map_file_aligned(int fd, size_t len, int prot, size_t align, void **out)
 {
 	size_t total = len + align;

@@ -195,6 +195,14 @@ int ht_sys_map_file(int fd, size_t len, int prot, int shared, void **out);
  */
 int ht_sys_map_file_aligned(int fd, size_t len, int prot, size_t align, void **out);
 
+/*
+ * Maps @len bytes of @fd from @off privately at @addr.  With @replace the
+ * mapping takes the place of what is there in one step (the kernel swaps
+ * it under the mmap lock: no thread ever sees a hole); without, it fails
+ * (-EEXIST) when anything at all is mapped there.
+ */
+int ht_sys_map_file_at(void *addr, size_t len, int prot, int fd, uint64_t off, int replace);
+
 /* Files and the page cache (sys-file.c). */
 int ht_sys_open(const char *path, int flags, mode_t mode);
 ssize_t ht_sys_pread_full(int fd, void *buf, size_t len, off_t off);

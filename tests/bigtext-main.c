@@ -232,6 +232,35 @@ static void write_fn(unsigned i, unsigned char value)
 }
 
 /* Whether @dir holds a name with ".tmp." in it: a shared cache entry being filled. */
+/*
+ * kB mapped from the code's last page to the end of its 2 MiB page: free
+ * address space before main() in a layout such as bigtext-tail's, where
+ * only a mapping the library made can be.
+ */
+static unsigned long after_code_kb(void)
+{
+	unsigned long span[2] = { 0, 0 }, lo, hi, kb = 0;
+	char line[512];
+	FILE *f;
+
+	if (!dl_iterate_phdr(text_segment, span))
+		return 0;
+	unsigned long from = span[1], to = (span[1] + (2ul << 20) - 1) & ~((2ul << 20) - 1);
+	f = fopen("/proc/self/maps", "re");
+
+	while (f && fgets(line, sizeof(line), f))
+		if (sscanf(line, "%lx-%lx", &lo, &hi) == 2 && lo < to && hi > from)
+			kb += ((hi < to ? hi : to) - (lo > from ? lo : from)) / 1024;
+	if (f)
+		fclose(f);
+	return kb;
+}
+
+#ifdef BT_RODATA_MIB
+/* Read-only data after the code in the file: it holds the code's last 2 MiB page whole (node's layout). */
+const unsigned char bt_rodata[BT_RODATA_MIB << 20] = { 1 };
+#endif
+
 static int filling(const char *dir)
 {
 	DIR *d = opendir(dir);
@@ -367,8 +396,9 @@ int main(int argc, char **argv)
 		printf("folio_kb %ld\nmovable_kb %lu\n", folio_anon_kb_in(bigtext_start, bigtext_end),
 		       movable_kb());
 	if (argc > 1 && strcmp(argv[1], "smaps") == 0)
-		printf("main_huge_kb %lu\nhuge_kb %lu\nfile_pmd_kb %lu\n", main_kb,
-		       huge_kb_in(bigtext_start, bigtext_end), file_pmd_kb_in(bigtext_start, bigtext_end));
+		printf("main_huge_kb %lu\nhuge_kb %lu\nfile_pmd_kb %lu\nafter_code_kb %lu\n", main_kb,
+		       huge_kb_in(bigtext_start, bigtext_end), file_pmd_kb_in(bigtext_start, bigtext_end),
+		       after_code_kb());
 	if (argc > 2 && strcmp(argv[1], "await") == 0) {
 		await_huge(atoi(argv[2]));
 		/* "await MS LINGER": stay a little after, for what the move does last. */

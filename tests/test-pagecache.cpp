@@ -157,9 +157,9 @@ TEST_CASE("the default start keeps a warmed file and leaves a partial last page 
 	  "[pagecache]")
 {
 	// bigtext-tail: code from 0x401000 to 1 MiB past 0xc00000, free address
-	// space after it up to .rodata at 0xe00000 (node's layout): the span is
-	// 0x600000-0xe00000, and its last 2 MiB page can never be one of the
-	// page cache's, since the code's mapping ends inside it.
+	// space after it up to .rodata at 0xe00000: the span is 0x600000-0xe00000,
+	// and its last 2 MiB page can never be one of the page cache's, since
+	// the file ends inside it (bigtext-tailfile, below, is the other case).
 	std::string prog = disk_path("pc-tail");
 	REQUIRE(run_cmd({ "cp", build_path("tests/bigtext-tail"), prog }).status == 0);
 	small_page_cache(prog);
@@ -199,6 +199,85 @@ TEST_CASE("the default start keeps a warmed file and leaves a partial last page 
 	CHECK(l["error"] == ht_error_str(HT_E_DEFERRED));
 	CHECK(std::stoul(line_value(r.out, "huge_kb")) == 0);
 	unlink(report.c_str());
+}
+
+// Drops the file's 2 MiB chunk at @off from the page cache and reads it
+// back in 4 KiB pages, as after a long uptime; the rest stays as it is.
+static void small_chunk(const std::string &path, off_t off)
+{
+	int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+	char buf[4096];
+
+	REQUIRE(fd >= 0);
+	REQUIRE(posix_fadvise(fd, off, MIB2, POSIX_FADV_DONTNEED) == 0);
+	REQUIRE(posix_fadvise(fd, 0, 0, POSIX_FADV_RANDOM) == 0);
+	for (off_t at = off; at < off + (off_t)MIB2; at += sizeof(buf))
+		REQUIRE(pread(fd, buf, sizeof(buf), at) == (ssize_t)sizeof(buf));
+	close(fd);
+}
+
+TEST_CASE("a last page the code ends inside is the page cache's too, where free space and the file follow it",
+	  "[pagecache]")
+{
+	// bigtext-tailfile: bigtext-tail's layout (the span 0x600000-0xe00000,
+	// the code's mapping ending 1 MiB into its last page, free space up to
+	// .rodata at 0xe00000), with 2 MiB of .rodata after the code in the
+	// file: the file holds all of the last page's 2 MiB (node's layout).
+	std::string prog = disk_path("pc-tailfile");
+	REQUIRE(run_cmd({ "cp", build_path("tests/bigtext-tailfile"), prog }).status == 0);
+	small_page_cache(prog);
+	run_result plain = run_cmd({ prog, "smaps" });
+	REQUIRE(plain.status == 0);
+	REQUIRE(line_value(plain.out, "after_code_kb") == "0");
+
+	// The first start copies all four pages and reads all four back, the last one whole.
+	one_run first = run_preloaded(prog, "", "pctf1.json", 4 * MIB2);
+	REQUIRE(first.line["status"] == "ok");
+	REQUIRE(first.line["start"] == std::to_string(0x600000));
+	REQUIRE(first.line["end"] == std::to_string(0xe00000));
+	CHECK(num(first.line, "warmed_bytes") == 4 * MIB2);
+
+	// The default start keeps all four from the page cache: nothing copied,
+	// nothing deferred; the last page is one mapping of the file, its 2 MiB
+	// mapped by one PMD, the space after the code filled with the file's bytes.
+	const std::vector<std::string> defaults = { "LD_PRELOAD=" + build_path("lib/libhugetext-preload.so"),
+						    "HUGETEXT_MODE=thp", "HUGETEXT_PAGE_CACHE", "HUGETEXT_COPY=auto",
+						    "HUGETEXT_SERVICE=0" };
+	auto start = [&](const char *tag) {
+		std::string report = temp_path(tag);
+		std::vector<std::string> env = defaults;
+		env.push_back("HUGETEXT_REPORT=" + report);
+		run_result r = run_cmd({ prog, "smaps" }, env);
+		INFO(r.err);
+		REQUIRE(r.status == 0);
+		CHECK(line_value(r.out, "sum") == line_value(plain.out, "sum"));
+		report_line l;
+		for (auto &x : read_report(report))
+			if (l.empty() && x["start"] == std::to_string(0x600000))
+				l = x;
+		unlink(report.c_str());
+		REQUIRE(!l.empty());
+		return std::make_pair(r, l);
+	};
+	auto [r, l] = start("pctf2.json");
+	CHECK(l["status"] == "skipped");
+	CHECK(l["error"] == ht_error_str(HT_E_ALREADY));
+	CHECK(num(l, "kept_bytes") == 4 * MIB2);
+	CHECK(num(l, "huge_bytes") == 4 * MIB2);
+	CHECK(l.count("private_huge_bytes") == 0);
+	CHECK(std::stoul(line_value(r.out, "huge_kb")) == 0);
+	// The code's PMD-mapped kB: bigtext's bytes in the four pages (it starts in the first).
+	CHECK(std::stoul(line_value(r.out, "file_pmd_kb")) * 1024 >= 3 * MIB2 + MIB2 / 2);
+	CHECK(std::stoul(line_value(r.out, "after_code_kb")) > 0);
+
+	// The last chunk back in 4 KiB pages: the start keeps three pages, the
+	// last is deferred as before, and the space after the code is free again.
+	small_chunk(prog, 0x800000);
+	auto [r2, l2] = start("pctf3.json");
+	CHECK(num(l2, "kept_bytes") == 3 * MIB2);
+	CHECK(l2["error"] == ht_error_str(HT_E_DEFERRED));
+	CHECK(line_value(r2.out, "after_code_kb") == "0");
+	CHECK(std::stoul(line_value(r2.out, "huge_kb")) == 0);
 }
 
 TEST_CASE("HUGETEXT_PAGE_CACHE=0 copies all and leaves the page cache as it was", "[pagecache]")

@@ -42,6 +42,29 @@ struct chunk_range {
 	int congruent; /* vaddr and offset agree modulo 2 MiB */
 };
 
+/*
+ * Whether the chunk [@hi, @hi + 2 MiB) of the file, which holds the text
+ * segment @s's last bytes, is one the library may keep from the page
+ * cache (ht_keep_tail_page): the file holds all of it, and the loader
+ * leaves free address space from the segment's end to that page's end (no
+ * other segment there; node's layout).
+ */
+static int tail_chunk_usable(const struct hte_elf *e, const struct hte_seg *s, uint64_t hi, uint64_t file_len)
+{
+	uint64_t from = (s->vaddr + s->filesz + 4095) & ~4095ULL, to = s->vaddr + (hi + HUGE - s->offset);
+
+	if (hi + HUGE > file_len || (s->vaddr - s->offset) % HUGE || s->memsz > s->filesz)
+		return 0;
+	for (size_t i = 0; i < e->nload; i++) {
+		const struct hte_seg *t = &e->load[i];
+		uint64_t lo = t->vaddr & ~4095ULL;
+
+		if (t != s && lo < to && t->vaddr + t->memsz > from)
+			return 0;
+	}
+	return 1;
+}
+
 static int text_chunks(const struct hte_elf *e, uint64_t file_len, struct chunk_range *out)
 {
 	out->lo = UINT64_MAX;
@@ -53,7 +76,11 @@ static int text_chunks(const struct hte_elf *e, uint64_t file_len, struct chunk_
 		uint64_t end = s->offset + s->filesz < file_len ? s->offset + s->filesz : file_len;
 		uint64_t hi = end & ~(HUGE - 1);
 
-		if (!hte_seg_is_text(s) || hi <= lo)
+		if (!hte_seg_is_text(s))
+			continue;
+		if (hi < end && hi >= lo && tail_chunk_usable(e, s, hi, file_len))
+			hi += HUGE;
+		if (hi <= lo)
 			continue;
 		out->congruent &= (s->vaddr - s->offset) % HUGE == 0;
 		out->lo = lo < out->lo ? lo : out->lo;
