@@ -103,11 +103,17 @@ static int lone_tail_page(const struct ht_seg_plan *p, int fd)
 	       (uint64_t)st.st_size >= p->file_off + HT_HUGE_PAGE_SIZE;
 }
 
+/*
+ * Only PAGEMAP_SCAN (Linux 6.7) tells one 2 MiB page apart: smaps counts
+ * the whole mapping, and the new one may have merged with the code's.
+ * Returns 1 when the page at @start is mapped huge, 0 when not, -1 when
+ * this kernel cannot tell.
+ */
 static int mapped_huge(uintptr_t start)
 {
 	unsigned char huge = 0;
 
-	return (ht_sys_scan_huge_chunks(start, 1, &huge) == 0 || all_huge_by_smaps(start, 1, &huge)) && huge;
+	return ht_sys_scan_huge_chunks(start, 1, &huge) < 0 ? -1 : huge;
 }
 
 int ht_keep_tail_page(const struct ht_seg_plan *p, int fd)
@@ -117,7 +123,8 @@ int ht_keep_tail_page(const struct ht_seg_plan *p, int fd)
 	int prot = PROT_READ | PROT_EXEC;
 
 	/* Not in the background: the program may have changed its code's protection by then. */
-	if (ht_in_background || fd < 0 || !lone_tail_page(p, fd) || !cached(p->span.start))
+	if (ht_in_background || fd < 0 || !lone_tail_page(p, fd) || !cached(p->span.start) ||
+	    mapped_huge(p->span.start) < 0)
 		return 0;
 	/* The free part, claimed only if nothing was mapped there since the plan. */
 	if (ht_sys_map_file_at(gap, gap_len, prot, fd, p->file_off + p->mapped, 0) < 0)
@@ -125,7 +132,7 @@ int ht_keep_tail_page(const struct ht_seg_plan *p, int fd)
 	/* One mapping of the whole 2 MiB, put over the code's in one step. */
 	if (ht_sys_map_file_at(start, HT_HUGE_PAGE_SIZE, prot, fd, p->file_off, 1) == 0) {
 		(void)*(volatile const char *)start;
-		if (mapped_huge(p->span.start))
+		if (mapped_huge(p->span.start) == 1)
 			return 1;
 	}
 	/* The code's part stays a mapping of its file (the same bytes); the claim goes. */

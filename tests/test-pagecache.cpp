@@ -260,6 +260,13 @@ TEST_CASE("a last page the code ends inside is the page cache's too, where free 
 		return std::make_pair(r, l);
 	};
 	auto [r, l] = start("pctf2.json");
+	if (!kernel_has_pagemap_scan()) {
+		// smaps cannot tell one 2 MiB page of a mapping apart: the last page is left as before.
+		CHECK(num(l, "kept_bytes") == 3 * MIB2);
+		CHECK(l["error"] == ht_error_str(HT_E_DEFERRED));
+		CHECK(line_value(r.out, "after_code_kb") == "0");
+		return;
+	}
 	CHECK(l["status"] == "skipped");
 	CHECK(l["error"] == ht_error_str(HT_E_ALREADY));
 	CHECK(num(l, "kept_bytes") == 4 * MIB2);
