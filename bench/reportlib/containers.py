@@ -203,32 +203,40 @@ def floor(out, f):
         return
     g = f.get("goal", {})
     w(f"A container's start costs Podman and runc some hundreds of ms, so the programs' own starts are timed "
-      "inside two long-lived containers of one image (the programs, their libraries, bench/time-runs and the "
-      "empty preload): in a plain one, each program plain and with `LD_PRELOAD` of the empty preload; in an "
-      "annotated one, with hugetext's preload from the hook's `/etc/ld.so.preload`, on its defaults and with "
-      "`HUGETEXT_MATCH=.`. Each container's main process is `time-runs --serve`, which runs one timed start "
-      "(posix_spawn to wait4, inside the container) per line the bench sends it, so the four variants are "
-      f"interleaved round by round across the two containers ({f.get('rounds')} rounds, the order shuffled "
-      "each round); ms, median [quartiles]. The goal and its verdict are section 6's: at most "
-      f"{g.get('ms', 0.02)} ms or {(g.get('ratio', 1.01) - 1) * 100:.0f}% of the run over the empty preload, on "
-      "the paired differences by a 95% bootstrap interval of their median; claimed only where the preload's "
-      "reports (extra runs) show it moved nothing. The comparison is what the hook gives against the cheapest "
-      "preload an image could carry: the preloaded rows load hugetext's preload through `/etc/ld.so.preload` "
-      "(the loader opens and reads that file too), the empty preload comes through `LD_PRELOAD`.")
+      "inside long-lived containers of one image (the programs, their libraries, bench/time-runs and the "
+      "empty preload): in a plain one, each program plain and with `LD_PRELOAD` of the empty preload; in a "
+      "plain one with a file naming the empty preload bound read-only over `/etc/ld.so.preload` (the hook's "
+      "way in, with the least a preload can be); in an annotated one, with hugetext's preload from the hook's "
+      "`/etc/ld.so.preload`, on its defaults and with `HUGETEXT_MATCH=.`. Each container's main process is "
+      "`time-runs --serve`, which runs one timed start (posix_spawn to wait4, inside the container) per line "
+      "the bench sends it, so the variants are interleaved round by round across the containers "
+      f"({f.get('rounds')} rounds, the order shuffled each round); ms, median [quartiles]. The goal and its "
+      f"verdict are section 6's: at most {g.get('ms', 0.02)} ms or {(g.get('ratio', 1.01) - 1) * 100:.0f}% of "
+      "the run over the empty preload, on the paired differences by a 95% bootstrap interval of their median; "
+      "claimed only where the preload's reports (extra runs) show it moved nothing. The verdict's baseline is "
+      "the empty preload through `/etc/ld.so.preload`, as hugetext's comes: the loader opens, maps and reads "
+      "that file, which `LD_PRELOAD` does not, and that cost is any injected preload's. The figure against "
+      "`LD_PRELOAD`'s empty preload is beside it (what the hook gives against the cheapest preload an image "
+      "could carry in its environment).")
     w()
-    w("| program | plain | empty preload | hugetext, default | hugetext, `HUGETEXT_MATCH=.` | goal |")
-    w("|---|---|---|---|---|---|")
+    w("| program | plain | empty preload, `LD_PRELOAD` | empty preload, `/etc/ld.so.preload` | hugetext, default "
+      "| hugetext, `HUGETEXT_MATCH=.` | goal (against `/etc/ld.so.preload`'s empty preload) "
+      "| against `LD_PRELOAD`'s |")
+    w("|---|---|---|---|---|---|---|---|")
     progs = f.get("programs", {})
     for label in f.get("order", list(progs)):
         row = progs.get(label, {})
         if "na" in row:
-            w(f"| `{label}` | {na(row)} | | | | |")
+            w(f"| `{label}` | {na(row)} | | | | | | |")
             continue
         p = row.get("plain")
-        cells = [small_cell(row.get(k), p) for k in ("plain", "empty-preload", "default", "match-all")]
-        goals = [goal(out, label, n, (row.get(k) or {}).get("goal")) for k, n in (("default", "default"),
-                                                                              ("match-all", "MATCH=."))]
-        w(f"| `{label}` | " + " | ".join(cells) + " | " + "; ".join(goals) + " |")
+        cells = [small_cell(row.get(k), p) for k in ("plain", "empty-preload", "empty-ld.so.preload", "default",
+                                                    "match-all")]
+        cols = []
+        for key, against in (("goal", "`/etc/ld.so.preload`'s"), ("goal_ld_preload", "`LD_PRELOAD`'s")):
+            cols.append("; ".join(goal(out, label, n, (row.get(k) or {}).get(key), against)
+                                  for k, n in (("default", "default"), ("match-all", "MATCH=."))))
+        w(f"| `{label}` | " + " | ".join(cells) + " | " + " | ".join(cols) + " |")
     w()
     for label in f.get("order", []):
         did = (progs.get(label) or {}).get("did")
@@ -237,7 +245,7 @@ def floor(out, f):
     w()
 
 
-def goal(out, label, name, gl):
+def goal(out, label, name, gl, against="`/etc/ld.so.preload`'s"):
     if not gl:
         return f"{name}: n/a"
     v = gl.get("verdict")
@@ -245,21 +253,17 @@ def goal(out, label, name, gl):
         return f"{name}: n/a ({gl.get('why', '')})"
     iv = gl.get("interval_ms")
     fig = f"{gl['diff_ms']:+.3f} ms" + (f" [{iv[0]:+.3f}, {iv[1]:+.3f}]" if iv else "")
-    out.summary.append((f"`{label}` in an annotated container, preload {name} − empty preload", fig,
+    out.summary.append((f"`{label}` in an annotated container, preload {name} − {against} empty preload", fig,
                         f"≤ {gl['limit_ms']:.3f} ms", {"met": "meets goal", "missed": "misses goal"}.get(v, "not decided")))
     return f"{name}: {({'met': 'met', 'missed': '**missed**'}).get(v, 'not decided')}, {fig}"
 
 
 def limits(out):
-    out.w("Why the annotated node row has a private copy (found with this run's node, Debian's nodejs 20.20.2, "
-          "and the same on the host): its third code segment ends at 0x25fdca0 and its file mapping at 0x25fe000, "
-          "so its last 2 MiB page of code (0x2400000–0x2600000, 2039 KiB of code) is not whole in the mapping and "
-          "the kernel cannot map the page cache's 2 MiB page there. The service's warm counts only whole pages "
-          "(\"24 MiB in 2 MiB page-cache pages\", `hugetext warm`: \"24.0 MiB of 24.0 MiB\"), calls the file done "
-          "and fills no shared-cache entry, so every annotated container's node copies that page for itself once "
-          "its deferred copy pays (2 MiB each, `private_huge_bytes` 2097152 in its report); with "
-          "`HUGETEXT_COPY=never` it stays on 4 KiB pages. On the host, `hugetext setup`'s shared cache (servers "
-          "section, \"defaults after setup\") serves all 26 MiB.")
+    out.w("node's last 2 MiB page of code (0x2400000-0x2600000 in Debian's build) is one its code mapping ends "
+          "8 KiB inside: the preload keeps it from the page cache by mapping the file over that page where the "
+          "space after the code is free (docs/how-it-works.md, step 1), and the service's warm reads its 2 MiB "
+          "too. A private copy in an annotated node row means that did not happen; the row's reports say how "
+          "much the page cache gave (`kept_bytes`). With `HUGETEXT_COPY=never` nothing is ever copied.")
     out.w()
     out.w("Limits: Podman with runc only (crun refuses this VM's hybrid cgroup layout); CRI-O and Kubernetes "
           "are not run here (not in Debian 12, no cluster). Images come from the host's files through `podman "

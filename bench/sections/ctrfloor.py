@@ -1,21 +1,25 @@
 """The floor in a container: programs with nothing to move (issue 37's goal).
 
 A container's start costs Podman and runc a few hundred ms, far above the
-floor, so the programs' own starts are timed inside two long-lived
+floor, so the programs' own starts are timed inside three long-lived
 containers of one image (the programs, their libraries, bench/time-runs and
 bench/libempty-preload.so): a plain one, whose time-runs runs each program
-plain and with LD_PRELOAD of the empty preload, and an annotated one, where
+plain and with LD_PRELOAD of the empty preload; a plain one with a file
+naming the empty preload bound read-only over /etc/ld.so.preload (what the
+hook does, with the least a preload can be); and an annotated one, where
 the hook's /etc/ld.so.preload gives every program hugetext's preload (on
 its defaults, and with HUGETEXT_MATCH=.).  Each container's main process
 is `time-runs --serve`: it runs one timed start per line it is sent
 (posix_spawn to wait4, inside the container), so the bench interleaves the
-four variants round by round across the two containers, the order
+five variants round by round across the three containers, the order
 shuffled each round, and neither Podman's relay nor Python is in a figure.
 The goal, its paired differences and its verdict are the small section's
 (sections/small.py: at most 0.02 ms or 1% over the empty preload, decided
-by a 95% bootstrap interval of the median paired difference); a row claims
-it only where the preload's reports (extra, untimed runs) show that it
-moved nothing.
+by a 95% bootstrap interval of the median paired difference), against the
+empty preload loaded the same way (/etc/ld.so.preload: the loader opens,
+maps and reads that file too, which LD_PRELOAD does not), and also against
+LD_PRELOAD's; a row claims it only where the preload's reports (extra,
+untimed runs) show that it moved nothing.
 """
 import json
 import os
@@ -30,14 +34,17 @@ PROGRAMS = [("/bin/true", ["/bin/true"]), ("ls /", ["/bin/ls", "/"]), ("git --ve
 EMPTY = "/bench/libempty-preload.so"
 # variant: (container, settings); the report runs are the annotated variants with HUGETEXT_REPORT.
 KINDS = {"plain": ("plain", []), "empty-preload": ("plain", [f"LD_PRELOAD={EMPTY}"]),
+         "empty-ld.so.preload": ("ldso", []),
          "default": ("annotated", []), "match-all": ("annotated", ["HUGETEXT_MATCH=."])}
 REPORTED = ("default", "match-all")
+# The goal's baselines: (the key of the goal in a row, the empty variant); the first is the verdict's.
+BASELINES = (("goal", "empty-ld.so.preload"), ("goal_ld_preload", "empty-preload"))
 
 
 class Served:
     """A `time-runs --serve` as a container's main process: run(key, round) -> (wall ms, cpu ms, status)."""
 
-    def __init__(self, eng, image, annotated, variants, log_path):
+    def __init__(self, eng, image, annotated, variants, log_path, volumes=()):
         self.eng, self.index = eng, {}
         argv = ["/bench/time-runs", "--serve"]
         for key, words in variants:
@@ -47,6 +54,8 @@ class Served:
         self.name = f"{PREFIX}-{os.getpid()}-{eng.count}"
         args = ["podman", "--hooks-dir", eng.hooks, "run", "-i", "--rm", "--name", self.name, "--network", "none"]
         args += ["--annotation", ANNOTATION] if annotated else []
+        for v in volumes:
+            args += ["-v", v]
         self.err = open(log_path, "w")
         self.proc = subprocess.Popen(args + [image] + argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                      stderr=self.err, text=True, env=eng.env())
@@ -131,7 +140,8 @@ def timed(ctrs, i, rounds):
             continue
         s.update(alt={"cpu": stats(cpu[k])}, failed_runs=bad[k])
         if k in REPORTED:
-            s["paired"] = [wall[k][r] - wall["empty-preload"][r] for r in sorted(wall[k]) if r in wall["empty-preload"]]
+            s["paired"] = {e: [wall[k][r] - wall[e][r] for r in sorted(wall[k]) if r in wall[e]]
+                           for _, e in BASELINES}
         out[k] = s
     return out
 
@@ -156,10 +166,11 @@ def program(ctrs, i, rounds, checks):
     log(f"floor in a container, '{label}': {rounds} interleaved rounds of {len(KINDS)} variants")
     row = timed(ctrs, i, rounds)
     row["did"] = {k: what_it_did(ctrs["annotated"], i, k, checks) for k in REPORTED}
-    e = row.get("empty-preload", {})
     for k in REPORTED:
-        if "median" in row[k] and "median" in e:
-            row[k]["goal"] = small.goal(e, row[k], row["did"][k])
+        for key, base in BASELINES:
+            e = row.get(base, {})
+            if "median" in row[k] and "median" in e:
+                row[k][key] = small.goal(e, dict(row[k], paired=row[k]["paired"][base]), row["did"][k])
     for k in KINDS:
         row[k].pop("paired", None)
     row["argv"] = PROGRAMS[i][1]
@@ -172,13 +183,19 @@ def floor(eng, rounds):
     tag = image(eng, work)
     ctrs = {}
     try:
-        for which in ("plain", "annotated"):
+        ldso = os.path.join(work, "ld.so.preload")
+        with open(ldso, "w") as f:
+            f.write(EMPTY + "\n")
+        os.chmod(ldso, 0o644)
+        for which in ("plain", "ldso", "annotated"):
             ctrs[which] = Served(eng, tag, which == "annotated", variants(which),
-                                 os.path.join(work, f"{which}.log"))
+                                 os.path.join(work, f"{which}.log"),
+                                 [f"{ldso}:/etc/ld.so.preload:ro"] if which == "ldso" else ())
             if not ctrs[which].pid:
                 return {"na": f"the {which} container did not start: {read(ctrs[which].err.name)[-300:]}"}
         res = {"rounds": rounds, "order": [p for p, _ in PROGRAMS], "variants": list(KINDS),
-               "goal": {"ms": small.GOAL_MS, "ratio": small.GOAL_RATIO, "against": "empty-preload"},
+               "goal": {"ms": small.GOAL_MS, "ratio": small.GOAL_RATIO, "against": BASELINES[0][1],
+                        "also": BASELINES[1][1]},
                "hook": eng.hook_said(ctrs["annotated"].name), "programs": {}}
         for i, (label, _) in enumerate(PROGRAMS):
             res["programs"][label] = program(ctrs, i, rounds, 5 if ARGS.quick else 20)
