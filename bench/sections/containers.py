@@ -454,7 +454,7 @@ def parts(eng, reps, dur):
     for key, fn in (("node", lambda: server(eng, node, reps, dur)),
                     ("postgres", lambda: server(eng, PgServer(), reps, dur)),
                     ("memory", lambda: four_after(eng, node, min(dur, 3))),
-                    ("floor", lambda: ctrfloor.floor(eng, 40 if ARGS.quick else 400))):
+                    ("floor", lambda: ctrfloor.floor(eng, 100 if ARGS.quick else 1500))):
         if os.environ.get("BENCH_CONTAINERS") and key not in os.environ["BENCH_CONTAINERS"].split(","):
             continue
         t = time.time()
