@@ -88,10 +88,32 @@ size_t ht_keep_kernel_pages(const struct ht_seg_plan *p, struct ht_seg_plan *res
 	return from < to ? kept : len;
 }
 
+/* Whether the file's @len bytes at @off are all zeros (padding, not another segment's bytes). */
+static int zeros_in_file(int fd, uint64_t off, size_t len)
+{
+	uint64_t buf[512];
+
+	while (len > 0) {
+		size_t n = len < sizeof(buf) ? len : sizeof(buf);
+
+		if (ht_sys_pread_full(fd, buf, n, (off_t)off) != (ssize_t)n)
+			return 0;
+		for (size_t i = 0; i < n / sizeof(buf[0]); i++)
+			if (buf[i])
+				return 0;
+		off += n;
+		len -= n;
+	}
+	return 1;
+}
+
 /*
  * Whether @p is a last 2 MiB page that the code's mapping ends inside, with
  * nothing but free address space after it (node's layout: its code, then
- * a hole up to the next segment), and whose 2 MiB of the file all exist.
+ * a hole up to the next segment), whose 2 MiB of the file all exist, and
+ * whose bytes past the code's mapping are the file's zero padding: mapped
+ * there they make nothing executable that was not (another segment's
+ * bytes, .rodata, would be; HUGETEXT_COVER_ENDS is the opt-in for that).
  */
 static int lone_tail_page(const struct ht_seg_plan *p, int fd)
 {
@@ -100,7 +122,8 @@ static int lone_tail_page(const struct ht_seg_plan *p, int fd)
 	return p->span.end - p->span.start == HT_HUGE_PAGE_SIZE && p->reserve_gap && p->file_backed &&
 	       p->mapped > 0 && p->mapped < HT_HUGE_PAGE_SIZE && p->mapped % HT_PAGE == 0 &&
 	       p->file_off % HT_HUGE_PAGE_SIZE == 0 && ht_sys_fstat(fd, &st) == 0 &&
-	       (uint64_t)st.st_size >= p->file_off + HT_HUGE_PAGE_SIZE;
+	       (uint64_t)st.st_size >= p->file_off + HT_HUGE_PAGE_SIZE &&
+	       zeros_in_file(fd, p->file_off + p->mapped, HT_HUGE_PAGE_SIZE - p->mapped);
 }
 
 /*

@@ -216,72 +216,88 @@ static void small_chunk(const std::string &path, off_t off)
 	close(fd);
 }
 
-TEST_CASE("a last page the code ends inside is the page cache's too, where free space and the file follow it",
+// A layout whose code's mapping ends inside its last 2 MiB page, with free
+// address space after it and the file holding all of that page's 2 MiB.
+struct tail_layout {
+	const char *fixture;
+	uintptr_t start, end; // the span
+	off_t tail_off;       // the file offset of the last page
+	bool padded;          // the file's bytes past the code there are zeros
+};
+
+// The default start of @prog (copy auto, no service): its line for the span, and its own output.
+static std::pair<run_result, report_line> default_start(const std::string &prog, const tail_layout &t,
+							 const run_result &plain, const char *tag)
+{
+	std::string report = temp_path(tag);
+	run_result r = run_cmd({ prog, "smaps" }, { "LD_PRELOAD=" + build_path("lib/libhugetext-preload.so"),
+						   "HUGETEXT_REPORT=" + report, "HUGETEXT_MODE=thp",
+						   "HUGETEXT_PAGE_CACHE", "HUGETEXT_COPY=auto", "HUGETEXT_SERVICE=0" });
+	INFO(r.err);
+	REQUIRE(r.status == 0);
+	CHECK(line_value(r.out, "sum") == line_value(plain.out, "sum"));
+	report_line l;
+	for (auto &x : read_report(report))
+		if (l.empty() && x["start"] == std::to_string(t.start))
+			l = x;
+	unlink(report.c_str());
+	REQUIRE(!l.empty());
+	return { r, l };
+}
+
+TEST_CASE("a last page the code ends inside is the page cache's too, where free space and zeros follow it",
 	  "[pagecache]")
 {
-	// bigtext-tailfile: bigtext-tail's layout (the span 0x600000-0xe00000,
-	// the code's mapping ending 1 MiB into its last page, free space up to
-	// .rodata at 0xe00000), with 2 MiB of .rodata after the code in the
-	// file: the file holds all of the last page's 2 MiB (node's layout).
-	std::string prog = disk_path("pc-tailfile");
-	REQUIRE(run_cmd({ "cp", build_path("tests/bigtext-tailfile"), prog }).status == 0);
+	// bigtext-tailpad, node's layout: the span 0x600000-0x1000000, the code's
+	// mapping ending 1 MiB into its last page, free space up to .rodata at
+	// 0x1200000, the file's zero padding after the code to that page's end.
+	// bigtext-tailfile: bigtext-tail's layout with .rodata's bytes after the
+	// code in the file: mapped there they would be executable, so the last
+	// page is left to the deferred copy as before.
+	tail_layout t = GENERATE(tail_layout{ "bigtext-tailpad", 0x600000, 0x1000000, 0xa00000, true },
+				 tail_layout{ "bigtext-tailfile", 0x600000, 0xe00000, 0x800000, false });
+	size_t pages = (t.end - t.start) / MIB2;
+	INFO(t.fixture);
+	std::string prog = disk_path(std::string("pc-") + t.fixture);
+	REQUIRE(run_cmd({ "cp", build_path(std::string("tests/") + t.fixture), prog }).status == 0);
 	small_page_cache(prog);
 	run_result plain = run_cmd({ prog, "smaps" });
 	REQUIRE(plain.status == 0);
 	REQUIRE(line_value(plain.out, "after_code_kb") == "0");
 
-	// The first start copies all four pages and reads all four back, the last one whole.
+	// The first start copies all the pages and reads the whole ones back, the last one too where it may be kept.
 	one_run first = run_preloaded(prog, "", "pctf1.json", 4 * MIB2);
 	REQUIRE(first.line["status"] == "ok");
-	REQUIRE(first.line["start"] == std::to_string(0x600000));
-	REQUIRE(first.line["end"] == std::to_string(0xe00000));
-	CHECK(num(first.line, "warmed_bytes") == 4 * MIB2);
+	REQUIRE(first.line["start"] == std::to_string(t.start));
+	REQUIRE(first.line["end"] == std::to_string(t.end));
+	CHECK(num(first.line, "warmed_bytes") == (t.padded ? pages : pages - 1) * MIB2);
 
-	// The default start keeps all four from the page cache: nothing copied,
-	// nothing deferred; the last page is one mapping of the file, its 2 MiB
-	// mapped by one PMD, the space after the code filled with the file's bytes.
-	const std::vector<std::string> defaults = { "LD_PRELOAD=" + build_path("lib/libhugetext-preload.so"),
-						    "HUGETEXT_MODE=thp", "HUGETEXT_PAGE_CACHE", "HUGETEXT_COPY=auto",
-						    "HUGETEXT_SERVICE=0" };
-	auto start = [&](const char *tag) {
-		std::string report = temp_path(tag);
-		std::vector<std::string> env = defaults;
-		env.push_back("HUGETEXT_REPORT=" + report);
-		run_result r = run_cmd({ prog, "smaps" }, env);
-		INFO(r.err);
-		REQUIRE(r.status == 0);
-		CHECK(line_value(r.out, "sum") == line_value(plain.out, "sum"));
-		report_line l;
-		for (auto &x : read_report(report))
-			if (l.empty() && x["start"] == std::to_string(0x600000))
-				l = x;
-		unlink(report.c_str());
-		REQUIRE(!l.empty());
-		return std::make_pair(r, l);
-	};
-	auto [r, l] = start("pctf2.json");
-	if (!kernel_has_pagemap_scan()) {
-		// smaps cannot tell one 2 MiB page of a mapping apart: the last page is left as before.
-		CHECK(num(l, "kept_bytes") == 3 * MIB2);
+	// The default start keeps all of them from the page cache: nothing
+	// copied, nothing deferred; the last page is one mapping of the file,
+	// mapped by one PMD, the space after the code the file's zeros.
+	auto [r, l] = default_start(prog, t, plain, "pctf2.json");
+	if (!t.padded || !kernel_has_pagemap_scan()) {
+		// Not padded, or smaps, which cannot tell one 2 MiB page of a mapping apart: as before.
+		CHECK(num(l, "kept_bytes") == (pages - 1) * MIB2);
 		CHECK(l["error"] == ht_error_str(HT_E_DEFERRED));
 		CHECK(line_value(r.out, "after_code_kb") == "0");
 		return;
 	}
 	CHECK(l["status"] == "skipped");
 	CHECK(l["error"] == ht_error_str(HT_E_ALREADY));
-	CHECK(num(l, "kept_bytes") == 4 * MIB2);
-	CHECK(num(l, "huge_bytes") == 4 * MIB2);
+	CHECK(num(l, "kept_bytes") == pages * MIB2);
+	CHECK(num(l, "huge_bytes") == pages * MIB2);
 	CHECK(l.count("private_huge_bytes") == 0);
 	CHECK(std::stoul(line_value(r.out, "huge_kb")) == 0);
-	// The code's PMD-mapped kB: bigtext's bytes in the four pages (it starts in the first).
-	CHECK(std::stoul(line_value(r.out, "file_pmd_kb")) * 1024 >= 3 * MIB2 + MIB2 / 2);
+	// The code's PMD-mapped kB: bigtext's bytes in the pages (it starts in the first, ends 1 MiB into the last).
+	CHECK(std::stoul(line_value(r.out, "file_pmd_kb")) * 1024 >= (pages - 1) * MIB2 + MIB2 / 2);
 	CHECK(std::stoul(line_value(r.out, "after_code_kb")) > 0);
 
-	// The last chunk back in 4 KiB pages: the start keeps three pages, the
+	// The last chunk back in 4 KiB pages: the start keeps the others, the
 	// last is deferred as before, and the space after the code is free again.
-	small_chunk(prog, 0x800000);
-	auto [r2, l2] = start("pctf3.json");
-	CHECK(num(l2, "kept_bytes") == 3 * MIB2);
+	small_chunk(prog, t.tail_off);
+	auto [r2, l2] = default_start(prog, t, plain, "pctf3.json");
+	CHECK(num(l2, "kept_bytes") == (pages - 1) * MIB2);
 	CHECK(l2["error"] == ht_error_str(HT_E_DEFERRED));
 	CHECK(line_value(r2.out, "after_code_kb") == "0");
 	CHECK(std::stoul(line_value(r2.out, "huge_kb")) == 0);

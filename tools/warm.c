@@ -43,18 +43,24 @@ struct chunk_range {
 };
 
 /*
- * Whether the chunk [@hi, @hi + 2 MiB) of the file, which holds the text
- * segment @s's last bytes, is one the library may keep from the page
- * cache (ht_keep_tail_page): the file holds all of it, and the loader
- * leaves free address space from the segment's end to that page's end (no
- * other segment there; node's layout).
+ * Whether the chunk [@hi, @hi + 2 MiB) of the file (@file, @file_len),
+ * which holds the text segment @s's last bytes, is one the library may
+ * keep from the page cache (ht_keep_tail_page): the file holds all of it,
+ * its bytes past the segment's last page are zeros, and the loader leaves
+ * free address space from the segment's end to that page's end (no other
+ * segment there; node's layout).
  */
-static int tail_chunk_usable(const struct hte_elf *e, const struct hte_seg *s, uint64_t hi, uint64_t file_len)
+static int tail_chunk_usable(const struct hte_elf *e, const struct hte_seg *s, uint64_t hi,
+			     const unsigned char *file, uint64_t file_len)
 {
 	uint64_t from = (s->vaddr + s->filesz + 4095) & ~4095ULL, to = s->vaddr + (hi + HUGE - s->offset);
+	uint64_t pad = (s->offset + s->filesz + 4095) & ~4095ULL;
 
 	if (hi + HUGE > file_len || (s->vaddr - s->offset) % HUGE || s->memsz > s->filesz)
 		return 0;
+	for (uint64_t at = pad; at < hi + HUGE; at++)
+		if (file[at])
+			return 0;
 	for (size_t i = 0; i < e->nload; i++) {
 		const struct hte_seg *t = &e->load[i];
 		uint64_t lo = t->vaddr & ~4095ULL;
@@ -65,7 +71,8 @@ static int tail_chunk_usable(const struct hte_elf *e, const struct hte_seg *s, u
 	return 1;
 }
 
-static int text_chunks(const struct hte_elf *e, uint64_t file_len, struct chunk_range *out)
+static int text_chunks(const struct hte_elf *e, const unsigned char *file, uint64_t file_len,
+		       struct chunk_range *out)
 {
 	out->lo = UINT64_MAX;
 	out->hi = 0;
@@ -78,7 +85,7 @@ static int text_chunks(const struct hte_elf *e, uint64_t file_len, struct chunk_
 
 		if (!hte_seg_is_text(s))
 			continue;
-		if (hi < end && hi >= lo && tail_chunk_usable(e, s, hi, file_len))
+		if (hi < end && hi >= lo && tail_chunk_usable(e, s, hi, file, file_len))
 			hi += HUGE;
 		if (hi <= lo)
 			continue;
@@ -140,7 +147,7 @@ int hte_warm_file(const char *path, int probe, struct hte_warm *w)
 	if (hte_file_open(&f, path, 0, "warm") < 0)
 		return -1;
 	w->exec_file = f.elf.type == 2; /* ET_EXEC: loaded where its headers say */
-	if (text_chunks(&f.elf, f.len, &r) < 0) {
+	if (text_chunks(&f.elf, f.map, f.len, &r) < 0) {
 		hte_file_close(&f);
 		return 1;
 	}

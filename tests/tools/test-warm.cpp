@@ -66,6 +66,29 @@ TEST_CASE("warm puts all of a program's code in 2 MiB page-cache pages", "[warm]
 	CHECK(run_cmd({ prog }).out == run_cmd({ build_path("tests/bigtext-nopie") }).out);
 }
 
+TEST_CASE("warm counts a last page the code ends inside when free space and zeros follow it", "[warm]")
+{
+	// bigtext-tailpad: 10 MiB of 2 MiB pages from 0x600000, the code ending
+	// 1 MiB into the last, the file's zeros after it (node's layout): the
+	// preload keeps that page from the page cache, so warm reads it too.
+	// bigtext-tailfile: .rodata's bytes after the code, which the preload
+	// never maps there: its whole pages only (6 MiB).
+	temp_dir d("warm-tail");
+	for (auto [fixture, mib] : { std::pair<const char *, int>{ "tests/bigtext-tailpad", 10 },
+				     std::pair<const char *, int>{ "tests/bigtext-tailfile", 6 } }) {
+		std::string prog = copy_of(d, fixture, fixture + 6);
+		run_result r = tool({ "warm", prog });
+		INFO(fixture << ": " << r.out << r.err);
+		if (r.out.find(" 0 B of ") != std::string::npos) {
+			WARN("skipped: this file system or kernel keeps no 2 MiB page-cache pages: " << r.out);
+			return;
+		}
+		char want[80];
+		std::snprintf(want, sizeof(want), " of %d.0 MiB of code", mib);
+		CHECK(r.out.find(want) != std::string::npos);
+	}
+}
+
 TEST_CASE("after warm, the kernel maps the program's code huge by itself, with no preload",
 	  "[warm]")
 {
