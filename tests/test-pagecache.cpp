@@ -94,14 +94,16 @@ struct one_run {
 
 // One run with the preload; HUGETEXT_PAGE_CACHE as given ("" = the default).
 static one_run run_preloaded(const std::string &prog, const std::string &page_cache, const char *tag,
-			     unsigned long min_bytes = 16 * MIB2)
+			     unsigned long min_bytes = 16 * MIB2, const std::vector<std::string> &args = { "smaps" })
 {
 	std::string report = temp_path(tag);
 	std::vector<std::string> env = { "LD_PRELOAD=" + build_path("lib/libhugetext-preload.so"),
 					 "HUGETEXT_REPORT=" + report, "HUGETEXT_MODE=thp",
 					 page_cache.empty() ? "HUGETEXT_PAGE_CACHE" : "HUGETEXT_PAGE_CACHE=" + page_cache };
 	one_run o;
-	o.r = run_cmd({ prog, "smaps" }, env);
+	std::vector<std::string> argv = { prog };
+	argv.insert(argv.end(), args.begin(), args.end());
+	o.r = run_cmd(argv, env);
 	INFO(o.r.err);
 	REQUIRE(o.r.status == 0);
 	CHECK(o.r.err.empty());
@@ -230,9 +232,9 @@ static std::pair<run_result, report_line> default_start(const std::string &prog,
 							 const run_result &plain, const char *tag)
 {
 	std::string report = temp_path(tag);
-	run_result r = run_cmd({ prog, "smaps" }, { "LD_PRELOAD=" + build_path("lib/libhugetext-preload.so"),
-						   "HUGETEXT_REPORT=" + report, "HUGETEXT_MODE=thp",
-						   "HUGETEXT_PAGE_CACHE", "HUGETEXT_COPY=auto", "HUGETEXT_SERVICE=0" });
+	run_result r = run_cmd({ prog, "smaps", "tail" },
+			       { "LD_PRELOAD=" + build_path("lib/libhugetext-preload.so"), "HUGETEXT_REPORT=" + report,
+				 "HUGETEXT_MODE=thp", "HUGETEXT_PAGE_CACHE", "HUGETEXT_COPY=auto", "HUGETEXT_SERVICE=0" });
 	INFO(r.err);
 	REQUIRE(r.status == 0);
 	CHECK(line_value(r.out, "sum") == line_value(plain.out, "sum"));
@@ -261,12 +263,12 @@ TEST_CASE("a last page the code ends inside is the page cache's too, where free 
 	std::string prog = disk_path(std::string("pc-") + t.fixture);
 	REQUIRE(run_cmd({ "cp", build_path(std::string("tests/") + t.fixture), prog }).status == 0);
 	small_page_cache(prog);
-	run_result plain = run_cmd({ prog, "smaps" });
+	run_result plain = run_cmd({ prog, "smaps", "tail" });
 	REQUIRE(plain.status == 0);
 	REQUIRE(line_value(plain.out, "after_code_kb") == "0");
 
 	// The first start copies all the pages and reads the whole ones back, the last one too where it may be kept.
-	one_run first = run_preloaded(prog, "", "pctf1.json", 4 * MIB2);
+	one_run first = run_preloaded(prog, "", "pctf1.json", 4 * MIB2, { "smaps", "tail" });
 	REQUIRE(first.line["status"] == "ok");
 	REQUIRE(first.line["start"] == std::to_string(t.start));
 	REQUIRE(first.line["end"] == std::to_string(t.end));
