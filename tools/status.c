@@ -150,9 +150,13 @@ static int scan_folios(int pm, struct folio_reader *r, uint64_t start, uint64_t 
 }
 
 /*
- * The code of @p on folios below a PMD page, from its smaps' executable
- * mappings.  Returns -EPERM when its frames are hidden (no CAP_SYS_ADMIN),
- * else 0, @p's count left unknown when a read failed.
+ * The code of @p copied onto folios below a PMD page, from its smaps'
+ * anonymous executable mappings (a copy swapped over the code is
+ * anonymous).  A file's mapping is left out: the page cache holds files
+ * in large folios of its own (ext4 on 6.18 reads node's code into them),
+ * which every process shares and nobody copied.  Returns -EPERM when its
+ * frames are hidden (no CAP_SYS_ADMIN), else 0, @p's count left unknown
+ * when a read failed.
  */
 static int read_folios(struct folio_reader *r, long pid, const char *smaps, size_t len, struct hte_proc *p)
 {
@@ -173,7 +177,7 @@ static int read_folios(struct folio_reader *r, long pid, const char *smaps, size
 	 * root's status costs some milliseconds per process, not minutes.
 	 */
 	while (!err && ht_smaps_next(smaps, len, &pos, &s))
-		if (s.map.perms[2] == 'x' && s.rss > 0)
+		if (s.map.perms[2] == 'x' && s.map.inode == 0 && s.rss > 0)
 			err = scan_folios(pm, r, s.map.start,
 					  s.map.end - s.map.start > HTE_SCAN_MAX ? s.map.start + HTE_SCAN_MAX : s.map.end,
 					  &bytes);
