@@ -4,6 +4,7 @@
 #ifndef HT_SERVICE_TEST_HPP
 #define HT_SERVICE_TEST_HPP
 
+#include <dirent.h>
 #include <catch2/catch.hpp>
 
 #include <cstring>
@@ -203,6 +204,32 @@ int offer_from_runner(const std::string &path)
 	}
 	int status = -1;
 	return child > 0 && waitpid(child, &status, 0) == child ? status : -1;
+}
+
+// The open descriptors of @pid.
+size_t open_fds(pid_t pid)
+{
+	size_t n = 0;
+	DIR *d = opendir(("/proc/" + std::to_string(pid) + "/fd").c_str());
+	for (struct dirent *e; d && (e = readdir(d));)
+		n += e->d_name[0] != '.';
+	if (d)
+		closedir(d);
+	return n;
+}
+
+// The service's descriptors once it has seen every close of ours: a hang-up
+// reaches its event loop a moment after close() (slowly under qemu).  At
+// most @want once settled (a descriptor it held when @want was counted, a
+// connection of an earlier step, may be gone since): more is a leak.
+size_t open_fds_settled(pid_t pid, size_t want)
+{
+	size_t n = open_fds(pid);
+	for (int i = 0; i < 100 && n > want; i++) {
+		usleep(50 * 1000);
+		n = open_fds(pid);
+	}
+	return n;
 }
 
 } // namespace

@@ -472,12 +472,6 @@ uint64_t used_bytes(const std::string &dir)
 	return (uint64_t)(s.f_blocks - s.f_bfree) * (uint64_t)s.f_bsize;
 }
 
-// The open descriptors of @pid.
-size_t descriptors(pid_t pid)
-{
-	return names_in("/proc/" + std::to_string(pid) + "/fd").size();
-}
-
 // Every process's maps: which map a file whose name has @part.
 bool anyone_maps(const std::string &part)
 {
@@ -835,7 +829,7 @@ TEST_CASE("a flood of nobody's connections, garbage and offers leaves root's off
 	std::string theirs = program_copy("flood-theirs"), mine = program_copy("flood-mine");
 	service svc({ "--no-warm" });
 	REQUIRE(svc.alive());
-	size_t fds_before = descriptors(svc.pid);
+	size_t fds_before = open_fds(svc.pid);
 	std::string flood = build_path("tests/service-flood"), off = std::to_string(span_off),
 		    len = std::to_string(span_len);
 	// Three kinds at once, each from a process of nobody, for 3 s.
@@ -873,7 +867,7 @@ TEST_CASE("a flood of nobody's connections, garbage and offers leaves root's off
 	CHECK(svc.num("pending") == 0);
 	// Every connection and descriptor it was sent is closed again (root's
 	// file waits, filled: none of its descriptors is left either).
-	CHECK(descriptors(svc.pid) == fds_before);
+	CHECK(open_fds_settled(svc.pid, fds_before) == fds_before);
 	struct stat st;
 	for (int i = 0; i < 200 && getxattr(sock.c_str(), "system.posix_acl_access", nullptr, 0) >= 0; i++)
 		usleep(50000);

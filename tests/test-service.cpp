@@ -139,32 +139,6 @@ report_line run_once(const std::string &prog, const std::vector<std::string> &mo
 
 } // namespace
 
-namespace {
-
-size_t open_fds(pid_t pid)
-{
-	size_t n = 0;
-	for (int i = 0; i < 1024; i++)
-		n += file_exists("/proc/" + std::to_string(pid) + "/fd/" + std::to_string(i));
-	return n;
-}
-
-// The service's descriptors once it has seen every close of ours: a hang-up
-// reaches its event loop a moment after close() (slowly under qemu).  At
-// most @want once settled (a descriptor it held when @want was counted, a
-// connection of an earlier step, may be gone since): more is a leak.
-size_t open_fds_settled(pid_t pid, size_t want)
-{
-	size_t n = open_fds(pid);
-	for (int i = 0; i < 100 && n > want; i++) {
-		usleep(50 * 1000);
-		n = open_fds(pid);
-	}
-	return n;
-}
-
-} // namespace
-
 TEST_CASE("pure parts: offers, maps, eviction order, the cache's default size", "[service]")
 {
 	struct stat st = {};
