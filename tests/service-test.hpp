@@ -4,11 +4,11 @@
 #ifndef HT_SERVICE_TEST_HPP
 #define HT_SERVICE_TEST_HPP
 
-#include <dirent.h>
 #include <catch2/catch.hpp>
 
 #include <cstring>
 #include <csignal>
+#include <dirent.h>
 #include <fcntl.h>
 #include <spawn.h>
 #include <string>
