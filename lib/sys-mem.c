@@ -74,20 +74,27 @@ int ht_sys_swap(void *copy, size_t len, void *target)
 	return p == target ? 0 : -EFAULT;
 }
 
-/* Maps anonymous memory exactly at @addr, failing if anything is there. */
-static int map_exactly(void *addr, size_t len, int prot, int flags)
+/*
+ * Maps exactly at @addr (@flags: MAP_FIXED or MAP_FIXED_NOREPLACE, and the
+ * rest); -EEXIST where an old kernel took NOREPLACE as a hint.
+ */
+static int map_at(void *addr, size_t len, int prot, int flags, int fd, off_t off)
 {
-	void *p = ht_sys.mmap(addr, len, prot,
-			      MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE | flags, -1, 0);
+	void *p = ht_sys.mmap(addr, len, prot, MAP_PRIVATE | flags, fd, off);
 
 	if (p == MAP_FAILED)
 		return ht_sys_neg_errno();
 	if (p != addr) {
-		/* An old kernel took the flag as a hint. */
 		ht_sys.munmap(p, len);
 		return -EEXIST;
 	}
 	return 0;
+}
+
+/* Maps anonymous memory exactly at @addr, failing if anything is there. */
+static int map_exactly(void *addr, size_t len, int prot, int flags)
+{
+	return map_at(addr, len, prot, MAP_ANONYMOUS | MAP_FIXED_NOREPLACE | flags, -1, 0);
 }
 
 /* Claims free address space at @addr, failing if anything is mapped there. */
@@ -125,17 +132,7 @@ int ht_sys_map_file(int fd, size_t len, int prot, int shared, void **out)
 
 int ht_sys_map_file_at(void *addr, size_t len, int prot, int fd, uint64_t off, int replace)
 {
-	int flags = MAP_PRIVATE | (replace ? MAP_FIXED : MAP_FIXED_NOREPLACE);
-	void *p = ht_sys.mmap(addr, len, prot, flags, fd, (off_t)off);
-
-	if (p == MAP_FAILED)
-		return ht_sys_neg_errno();
-	if (p != addr) {
-		/* An old kernel took NOREPLACE as a hint. */
-		ht_sys.munmap(p, len);
-		return -EEXIST;
-	}
-	return 0;
+	return map_at(addr, len, prot, replace ? MAP_FIXED : MAP_FIXED_NOREPLACE, fd, (off_t)off);
 }
 
 int ht_sys_map_file_aligned(int fd, size_t len, int prot, size_t align, void **out)
