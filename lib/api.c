@@ -369,6 +369,8 @@ static void walk_objects(struct run *r)
 		ht_run_failed(r, HT_E_ALLOC, err, "");
 		return;
 	}
+	if (ht_preload_startup && !r->known)
+		ht_objects_pin(objs, n, ht_sys_interp_base());
 	for (size_t i = 0; i < n; i++)
 		do_object(r, &objs[i]);
 	free(objs);

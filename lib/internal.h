@@ -186,6 +186,12 @@ int ht_remap_new(const struct ht_options *opt, const char *dso_bre,
  * run's.
  */
 extern double ht_budget_origin_ms;
+/*
+ * Set while the preload's constructor moves the program (its start-up
+ * run): the objects then are those the loader mapped at start-up, and
+ * their placement repeats (ht_objects_pin).
+ */
+extern int ht_preload_startup;
 struct ht_seg_query;
 /*
  * With ht_options.copy auto: takes a span that only a private copy can

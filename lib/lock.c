@@ -13,6 +13,7 @@ int ht_forked_child;
 __thread int ht_in_background;
 int (*ht_defer_copy)(const struct ht_options *, const struct ht_seg_query *, size_t);
 double ht_budget_origin_ms;
+int ht_preload_startup;
 static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
 /* The swap window's state (below); a child of fork() starts with it closed and idle. */
 static int window_is_open, calls_under_way;

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* Loaded objects (see objects.h). */
 #include "objects.h"
+#include "hugetext.h"
 
 #include <elf.h>
 #include <errno.h>
@@ -29,6 +30,8 @@ static void add_segments(struct ht_object *o, const struct dl_phdr_info *info)
 		o->segs[o->nseg].end = o->segs[o->nseg].start + ph->p_memsz;
 		o->segs[o->nseg].flags = ph->p_flags;
 		o->nseg++;
+		if (ph->p_align > o->align)
+			o->align = ph->p_align;
 	}
 }
 
@@ -122,6 +125,21 @@ static int collect(struct dl_phdr_info *info, size_t size, void *arg)
 	qsort(o->segs, (size_t)o->nseg, sizeof(o->segs[0]), by_start);
 	l->n++;
 	return 0;
+}
+
+void ht_objects_pin(struct ht_object *objs, size_t n, uintptr_t interp)
+{
+	int after_aligned = 0;
+
+	for (size_t i = 1; i < n; i++) {
+		struct ht_object *o = &objs[i];
+
+		if (o->base == interp)
+			continue;
+		o->pinned = after_aligned;
+		if (o->align >= HT_HUGE_PAGE_SIZE && o->base % HT_HUGE_PAGE_SIZE == 0)
+			after_aligned = 1;
+	}
 }
 
 int ht_objects_list(struct ht_object **objs, size_t *n)

@@ -26,6 +26,8 @@ struct ht_object {
 	unsigned char build_id[HT_BUILD_ID_MAX];
 	int nseg;             /* PT_LOAD segments, in address order */
 	struct ht_seg segs[HT_MAX_SEGS];
+	uintptr_t align;      /* the largest p_align of its PT_LOAD segments */
+	int pinned;           /* its 2 MiB phase is the same at every start (ht_objects_pin) */
 };
 
 /*
@@ -33,6 +35,19 @@ struct ht_object {
  * Returns: 0 with *@objs and *@n set, or -ENOMEM.
  */
 int ht_objects_list(struct ht_object **objs, size_t *n);
+
+/*
+ * Marks the objects of @objs (the loader's order, main program first)
+ * whose 2 MiB phase repeats from one start to the next: those loaded at
+ * start-up after an object that asked for 2 MiB alignment (p_align) and
+ * got it.  glibc (2.35 on) maps that one on a 2 MiB boundary, and each
+ * library after it where the top-down search puts it, by sizes alone
+ * (the containers' preload is that object: docs/containers.md).  Not the
+ * main program, which the kernel placed, nor the loader at @interp
+ * (getauxval(AT_BASE)), which it mapped before any of them.  Call it
+ * only with the objects of a start-up, none that dlopen() brought.
+ */
+void ht_objects_pin(struct ht_object *objs, size_t n, uintptr_t interp);
 
 /*
  * Finds the GNU build-id in a buffer of ELF notes (the contents of a

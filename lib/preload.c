@@ -366,7 +366,9 @@ static void preload_start(void)
 			absolute_report_path();
 		if (!ht_preload_policy.async || ht_background_start(&ht_preload_opt) < 0) {
 			ht_budget_origin_ms = t0;
+			ht_preload_startup = 1;
 			ht_remap(&ht_preload_opt, NULL, 0, NULL);
+			ht_preload_startup = 0;
 			ht_budget_origin_ms = 0;
 		}
 		ht_background_kick(0);

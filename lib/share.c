@@ -11,14 +11,18 @@
 
 /*
  * Sharing needs the same bytes at the same 2 MiB phase in every process:
- * the object must load at a 2 MiB-aligned address, and the copy must come
- * from the file, not from pages this process wrote.
+ * the object must load at a 2 MiB-aligned address, or at a phase every
+ * start repeats (a library after the containers' preload: its entry, named
+ * by the file offset its first 2 MiB page starts at, serves the next
+ * start; one at a random phase would fill an entry no start ever uses
+ * again), and the copy must come from the file, not from pages this
+ * process wrote.
  */
 static const char *share_refusal(const struct ht_object *o, const struct ht_source *src)
 {
 	if (!o)
 		return "ranges are not shared";
-	if (o->base % HT_HUGE_PAGE_SIZE)
+	if (o->base % HT_HUGE_PAGE_SIZE && !o->pinned)
 		return "load address not 2 MiB-aligned, so no two processes would share";
 	if (src->fd < 0)
 		return "code differs from its file or the file cannot be opened";

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* The running kernel's page sizes: its base page, and whether a hugetlb size exists. */
+/* What the kernel tells a process of itself: its base page, its interpreter, whether a hugetlb size exists. */
 #include "sys.h"
 
 #include <fcntl.h>
@@ -12,6 +12,12 @@ uint64_t ht_sys_base_page_size(void)
 	 * call.  0 (never seen on Linux) leaves the PMD's size to sysfs.
 	 */
 	return getauxval(AT_PAGESZ);
+}
+
+uintptr_t ht_sys_interp_base(void)
+{
+	/* The program's interpreter (ld.so), as the kernel mapped it; 0 for a static program. */
+	return getauxval(AT_BASE);
 }
 
 int ht_sys_dir_exists(const char *path)

@@ -316,6 +316,8 @@ long ht_sys_sendmsg(int fd, const struct msghdr *msg, int flags);
 /* The running kernel's page sizes (sys-kernel.c). */
 /* The base page size (AT_PAGESZ), in bytes; 0 when unknown. */
 uint64_t ht_sys_base_page_size(void);
+/* Where the kernel mapped the program's interpreter (AT_BASE); 0 for none. */
+uintptr_t ht_sys_interp_base(void);
 /* 1 when the directory @path exists (a sysfs hugetlb size), else a negative errno. */
 int ht_sys_dir_exists(const char *path);
 

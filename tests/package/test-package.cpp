@@ -173,6 +173,7 @@ TEST_CASE("each package holds exactly the files it should")
 	std::map<std::string, std::set<std::string>> want = {
 		{ "libhugetext0", {
 			lib + "/libhugetext-preload.so",
+			lib + "/libhugetext-preload-pinned.so",
 			lib + "/" + full,
 			lib + "/libhugetext.so.0 -> " + full,
 			"usr/share/lintian/overrides/libhugetext0",
