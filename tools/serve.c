@@ -467,7 +467,14 @@ static int attempt(struct pending *p, const char **why)
 		p->tries++;
 		return 0;
 	}
-	if (!srv.no_warm) {
+	/*
+	 * A span off the 2 MiB grid (its first 2 MiB page starts at a file
+	 * offset that is no multiple of 2 MiB: a library loaded after the
+	 * containers' preload) cannot be mapped from the page cache's 2 MiB
+	 * pages, which the kernel maps only where address and offset agree:
+	 * no warm, the entry at once.
+	 */
+	if (!srv.no_warm && p->m.file_off % HT_HUGE_PAGE_SIZE == 0) {
 		/* The real file: for a container's, the lower layer's, whose page cache every container shares. */
 		snprintf(buf, sizeof(buf), "/proc/self/fd/%d", p->real);
 		pthread_mutex_lock(&srv.mu);
@@ -503,7 +510,10 @@ static int attempt(struct pending *p, const char **why)
 	if (r == 0 && !runs && w.huge == 0 && ++p->gone_tries < GONE_TRIES)
 		return 0;
 	/* Why not the page cache: the state file says what the last warm found. */
-	if (!srv.no_warm)
+	if (!srv.no_warm && p->m.file_off % HT_HUGE_PAGE_SIZE)
+		snprintf(after, sizeof(after), "; off the 2 MiB grid at file offset %#llx: no warm",
+			 (unsigned long long)p->m.file_off);
+	else if (!srv.no_warm)
 		snprintf(after, sizeof(after), "; warm %s: %llu of %llu MiB in 2 MiB pages, try %u%s",
 			 r < 0 ? "failed" : r > 0 ? "found no whole 2 MiB of code" : "took",
 			 (unsigned long long)(w.huge >> 20), (unsigned long long)(w.code >> 20), p->tries + 1,
