@@ -7,7 +7,7 @@
  * namespace show, read-only and without touching the image's files:
  *
  *	/run/hugetext/                         a tmpfs of ours
- *	/run/hugetext/libhugetext-preload.so   the host's preload (a bind)
+ *	/run/hugetext/libhugetext-preload.so   the host's preload (a bind; by default its pinned build)
  *	/run/hugetext/ld.so.preload            the image's entries, then ours
  *	/run/hugetext/service.sock             the host's text service (a bind)
  *	/run/hugetext/text/                    a tmpfs of ours, and in it
@@ -64,7 +64,9 @@ static const char usage_text[] =
 	"view of the shared cache, read-only, when the image's glibc can load the\n"
 	"preload; at poststop it removes its record and the view.\n"
 	"\n"
-	"  --preload PATH  the host's preload (default: next to the command, then the libdir)\n"
+	"  --preload PATH  the host's preload (default: " HTE_OCI_PRELOAD_PINNED ",\n"
+	"                  on a 2 MiB boundary, else " HTE_OCI_PRELOAD_NAME "; next to\n"
+	"                  the command, then the libdir)\n"
 	"  --socket PATH   the text service's socket (default " HT_SERVICE_SOCKET ")\n"
 	"  --cache DIR     the shared text cache (default " HT_TEXT_CACHE_DIR ")\n"
 	"  --records DIR   the records (default " HTE_OCI_RECORDS ")\n"
@@ -1371,7 +1373,9 @@ int hte_cmd_oci_hook(int argc, char **argv)
 		return HTE_EXIT_USAGE;
 	}
 	if (!h.o.preload) {
-		if (hte_find_preload(found, sizeof(found)) < 0)
+		/* The pinned build first: it lets libraries off the 2 MiB grid share (lib/meson.build). */
+		if (hte_find_lib(HTE_OCI_PRELOAD_PINNED, found, sizeof(found)) < 0 &&
+		    hte_find_preload(found, sizeof(found)) < 0)
 			snprintf(found, sizeof(found), "/nonexistent/" HTE_OCI_PRELOAD_NAME);
 		h.o.preload = found;
 	}

@@ -33,6 +33,8 @@ extern "C" {
 /* What a container sees (docs/containers.md): the preload's compiled-in paths. */
 #define HTE_OCI_RUN "/run/hugetext"
 #define HTE_OCI_PRELOAD_NAME "libhugetext-preload.so"
+/* The host's file it binds there by default: the same preload, loaded on a 2 MiB boundary. */
+#define HTE_OCI_PRELOAD_PINNED "libhugetext-preload-pinned.so"
 #define HTE_OCI_PRELOAD_IN HTE_OCI_RUN "/" HTE_OCI_PRELOAD_NAME
 /* The per-container views of the shared cache: <cache>/shared/c/<id>. */
 #define HTE_OCI_VIEWS "c"

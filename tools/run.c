@@ -88,12 +88,12 @@ char *hte_preload_join(const char *existing, const char *preload)
 	return out;
 }
 
-/* Fills @out with the preload's canonical path when it is in @dir/@rel. */
-static int try_dir(const char *dir, const char *rel, char *out, size_t len)
+/* Fills @out with the canonical path of the library @name when it is in @dir/@rel. */
+static int try_dir(const char *dir, const char *rel, const char *name, char *out, size_t len)
 {
 	char path[PATH_MAX], real[PATH_MAX];
-	int n = rel ? snprintf(path, sizeof(path), "%s/%s/%s", dir, rel, PRELOAD_NAME)
-		    : snprintf(path, sizeof(path), "%s/%s", dir, PRELOAD_NAME);
+	int n = rel ? snprintf(path, sizeof(path), "%s/%s/%s", dir, rel, name)
+		    : snprintf(path, sizeof(path), "%s/%s", dir, name);
 
 	if (n <= 0 || (size_t)n >= sizeof(path) || access(path, R_OK) != 0 || !realpath(path, real) ||
 	    strlen(real) >= len)
@@ -102,7 +102,7 @@ static int try_dir(const char *dir, const char *rel, char *out, size_t len)
 	return 1;
 }
 
-int hte_find_preload(char *out, size_t len)
+int hte_find_lib(const char *name, char *out, size_t len)
 {
 	char exe[PATH_MAX];
 	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
@@ -116,17 +116,22 @@ int hte_find_preload(char *out, size_t len)
 			*slash = '\0';
 		/* Installed (bindir to libdir), then the build tree (B/tools, B/lib). */
 #ifdef HTE_LIBDIR_FROM_BINDIR
-		if (try_dir(exe, HTE_LIBDIR_FROM_BINDIR, out, len))
+		if (try_dir(exe, HTE_LIBDIR_FROM_BINDIR, name, out, len))
 			return 0;
 #endif
-		if (try_dir(exe, "../lib", out, len))
+		if (try_dir(exe, "../lib", name, out, len))
 			return 0;
 	}
 #ifdef HTE_LIBDIR
-	if (try_dir(HTE_LIBDIR, NULL, out, len))
+	if (try_dir(HTE_LIBDIR, NULL, name, out, len))
 		return 0;
 #endif
 	return -ENOENT;
+}
+
+int hte_find_preload(char *out, size_t len)
+{
+	return hte_find_lib(PRELOAD_NAME, out, len);
 }
 
 static int check_regex(const char *opt, const char *re)

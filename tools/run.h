@@ -17,10 +17,12 @@ extern "C" {
 char *hte_preload_join(const char *existing, const char *preload);
 
 /*
- * Finds the preload library: next to the command (installed: bindir's
- * relative libdir; build tree: ../lib), then the configured libdir.
- * Returns: 0 with the path in @out, or -ENOENT.
+ * Finds the library @name (hte_find_preload: the preload) next to the
+ * command (installed: bindir's relative libdir; build tree: ../lib),
+ * then in the configured libdir.  Returns: 0 with the path in @out, or
+ * -ENOENT.
  */
+int hte_find_lib(const char *name, char *out, size_t len);
 int hte_find_preload(char *out, size_t len);
 
 #ifdef __cplusplus
