@@ -350,6 +350,43 @@ TEST_CASE("where the file system keeps 2 MiB pages, the next start is zero-copy 
 	CHECK(alone.count("private_huge_bytes") == 1);
 }
 
+TEST_CASE("a span off the 2 MiB grid is filled into the cache at once, never warmed", "[service]")
+{
+	text_cache cache;
+	REQUIRE(cache.ok);
+	std::string prog = program_copy("service-offgrid");
+	// Warming is on: an offer on the grid would be warmed first where the file system keeps 2 MiB pages.
+	service svc;
+	REQUIRE(svc.alive());
+	// The fixture's span 4 KiB on, as a library loaded at a pinned phase off the grid offers it:
+	// the page cache's 2 MiB pages start at multiples of 2 MiB of the file, so none can map it.
+	const uint64_t off = span_off + 4096, len = span_len - (2u << 20);
+	pid_t child = fork();
+	if (child == 0) {
+		int fd = open(prog.c_str(), O_RDONLY | O_CLOEXEC);
+		void *x = fd >= 0 ? mmap(nullptr, 4096, PROT_READ | PROT_EXEC, MAP_PRIVATE, fd, (off_t)off) : MAP_FAILED;
+		ht_offer m = offer_of(off, len, len);
+		_exit(x != MAP_FAILED && send_raw(&m, sizeof(m), { fd }) == 0 ? 0 : 1);
+	}
+	int status = -1;
+	REQUIRE(waitpid(child, &status, 0) == child);
+	REQUIRE(status == 0);
+	REQUIRE(svc.wait_for("filled_total", 1));
+	INFO(svc.text());
+	CHECK(svc.num("warms") == 0);
+	CHECK(svc.num("warmed_total") == 0);
+	CHECK(svc.text().find("off the 2 MiB grid at file offset") != std::string::npos);
+	// The entry holds the file's bytes from that offset, named by it.
+	std::string entry = cache_entry(shared_dir);
+	REQUIRE(!entry.empty());
+	struct stat st;
+	REQUIRE(stat(entry.c_str(), &st) == 0);
+	CHECK((uint64_t)st.st_size == len);
+	std::string bytes = read_file(prog), got = read_file(entry);
+	REQUIRE(got.size() == len);
+	CHECK(got == bytes.substr(off, len));
+}
+
 TEST_CASE("a file that others still map is warmed again less and less often, then all of it", "[service]")
 {
 	std::string prog = program_copy("service-backoff");

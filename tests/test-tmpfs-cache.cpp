@@ -410,6 +410,89 @@ TEST_CASE("on a tmpfs without huge= the entry is not huge: refused, the program 
 	}
 }
 
+// libbigtext's report lines with code (its two executable segments) from one run of dso-linked
+// copied to @dir, under the preload @lib.
+std::vector<report_line> offgrid_run(const std::string &dir, const std::string &name, const std::string &lib)
+{
+	std::string report = temp_path(name);
+	unlink(report.c_str());
+	run_result r = run_cmd({ dir + "/dso-linked" }, env(report, {}, lib));
+	INFO(r.err);
+	CHECK(r.status == 0);
+	std::vector<report_line> v;
+	for (auto &l : read_report(report))
+		if (l["object"].find("libbigtext") != std::string::npos && l["bytes"] != "0")
+			v.push_back(l);
+	unlink(report.c_str());
+	return v;
+}
+
+TEST_CASE("a library off the 2 MiB grid: after the pinned preload its phase repeats, so a miss fills and the "
+	  "next start hits; after the plain preload it is refused", "[tmpfs-cache][pinned]")
+{
+	text_cache c;
+	REQUIRE(c.ok);
+	// A tmpfs with no huge pages places a big mapping wherever the search puts it, as overlayfs does
+	// in a container (ext4 and XFS put one on a 2 MiB boundary): libbigtext lands off the grid.
+	std::string dir = "/run/offgrid";
+	mkdir(dir.c_str(), 0755);
+	REQUIRE(mount("test-offgrid", dir.c_str(), "tmpfs", 0, "size=256m,huge=never,mode=0755") == 0);
+	for (const char *f : { "tests/dso-linked", "tests/libbigtext.so" })
+		REQUIRE(run_cmd({ "cp", build_path(f), dir + "/" }).status == 0);
+
+	auto first = offgrid_run(dir, "offgrid1.json", build_path("lib/libhugetext-preload-pinned.so"));
+	auto second = offgrid_run(dir, "offgrid2.json", build_path("lib/libhugetext-preload-pinned.so"));
+	REQUIRE(first.size() == 2);
+	REQUIRE(second.size() == 2);
+	for (size_t i = 0; i < 2; i++) {
+		INFO("segment " << i << ": " << first[i]["cache"] << " " << first[i]["cache_error"] << " / "
+				<< second[i]["cache"] << " " << second[i]["cache_error"]);
+		CHECK(first[i]["cache"] == "miss");
+		CHECK(second[i]["cache"] == "hit");
+		CHECK(second[i]["status"] == "ok");
+		CHECK(second[i]["huge_bytes"] == second[i]["bytes"]);
+	}
+	/*
+	 * Off the grid indeed: one entry per segment, named by the file offset its first 2 MiB page
+	 * starts at.  .text's (whose offset is its address) is no multiple of 2 MiB: the library's
+	 * phase.  The second segment's depends on its own offset too, and may be one by chance.
+	 */
+	int entries = 0, offgrid = 0;
+	DIR *d = opendir(user_dir.c_str());
+	REQUIRE(d);
+	while (struct dirent *e = readdir(d)) {
+		std::string n = e->d_name;
+		if (n[0] == '.')
+			continue;
+		entries++;
+		INFO(n);
+		std::vector<std::string> parts;
+		std::istringstream in(n);
+		for (std::string x; std::getline(in, x, '-');)
+			parts.push_back(x);
+		// ...-FILE_OFF-LEN-MAPPED.text
+		REQUIRE(parts.size() >= 3);
+		offgrid += std::stoull(parts[parts.size() - 3], nullptr, 16) % (2u << 20) != 0;
+	}
+	closedir(d);
+	CHECK(entries == 2);
+	CHECK(offgrid >= 1);
+
+	// The plain preload: the same library at a random phase, which no entry can serve.
+	auto plain = offgrid_run(dir, "offgrid3.json", preload());
+	REQUIRE(plain.size() == 2);
+	for (auto &l : plain) {
+		INFO(l["cache"] << " " << l["cache_error"]);
+		// One start in 512 puts it on the grid by chance; it then shares as any aligned library.
+		if (l["cache"] != "hit" && l["cache"] != "miss") {
+			CHECK(l["cache"] == "refused");
+			CHECK(l["cache_error"].find("load address not 2 MiB-aligned") != std::string::npos);
+		}
+	}
+	umount2(dir.c_str(), MNT_DETACH);
+	rmdir(dir.c_str());
+}
+
 TEST_CASE("a process with THP off fills no tmpfs entry (it would be small pages for every later start)",
 	  "[tmpfs-cache]")
 {
