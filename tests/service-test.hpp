@@ -225,7 +225,7 @@ size_t open_fds(pid_t pid)
 size_t open_fds_settled(pid_t pid, size_t want)
 {
 	size_t n = open_fds(pid);
-	for (int i = 0; i < 100 && n > want; i++) {
+	for (int i = 0; i < 600 && n > want; i++) {
 		usleep(50 * 1000);
 		n = open_fds(pid);
 	}
