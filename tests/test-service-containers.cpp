@@ -33,6 +33,8 @@
 
 extern "C" {
 #include "cache.h"
+#include "ocihook.h"
+#include "serve.h"
 }
 
 namespace {
@@ -614,6 +616,141 @@ TEST_CASE("a file a container's root rewrote (copy-up) is refused and never reac
 	REQUIRE(svc.wait_for("refused_total", refused + 2));
 	CHECK(names_in(b.view()).empty());
 	CHECK(svc.num("filled_total") == 1);
+}
+
+namespace {
+
+// What the OCI hook does at a new container's createRuntime (ociview.c): links into @c's view
+// the entries its overlay @merged shows unchanged.  Returns the count, or -1 and @why.
+int prelink(const std::string &view, const std::string &merged, std::string &why)
+{
+	int sfd = open(shared_dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	int vfd = open(view.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	std::string mi = read_file("/proc/self/mountinfo");
+	unsigned linked = 0;
+	const char *w = nullptr;
+	int rc = sfd >= 0 && vfd >= 0 ? hte_oci_prelink(sfd, vfd, merged.c_str(), mi.data(), mi.size(), &linked, &w) : -2;
+	why = w ? w : "";
+	if (sfd >= 0)
+		close(sfd);
+	if (vfd >= 0)
+		close(vfd);
+	return rc < 0 ? rc : (int)linked;
+}
+
+} // namespace
+
+TEST_CASE("a new container's view gets, before it runs, the entries another container of its layer filled; "
+	  "not a file its root rewrote", "[service-containers][prelink]")
+{
+	text_cache cache;
+	REQUIRE(cache.ok);
+	layer low({ "prog" });
+	overlay o1("a", low.dir), o2("b", low.dir), o3("c", low.dir);
+	REQUIRE(o1.ok);
+	REQUIRE(o2.ok);
+	REQUIRE(o3.ok);
+	service svc({ "--no-warm" });
+	REQUIRE(svc.alive());
+	container a("test-a", o1.merged), b("test-b", o2.merged), c("test-c", o3.merged);
+	REQUIRE(a.error == "");
+	REQUIRE(b.error == "");
+	REQUIRE(c.error == "");
+	a.record();
+	std::string why;
+	// Nothing in the cache yet: nothing linked, and that is no error.
+	b.record();
+	CHECK(prelink(b.view(), o2.merged, why) == 0);
+	CHECK(why == "");
+
+	a.offer("/prog");
+	INFO(svc.text());
+	REQUIRE(svc.wait_for("filled_total", 1));
+	REQUIRE(svc.wait_for("linked_total", 1));
+	std::string entry = shared_dir + "/" + entry_name_of(host_id(low.path("prog")));
+	REQUIRE(file_exists(entry));
+	// The service wrote down the real file it filled the entry from.
+	char real[4096] = "";
+	ssize_t n = getxattr(entry.c_str(), HTE_REAL_XATTR, real, sizeof(real) - 1);
+	REQUIRE(n > 0);
+	CHECK(std::string(real, (size_t)n) == low.path("prog"));
+
+	// B, new: its view gets the entry under the name its processes will look for, with no offer of its own.
+	std::string link_b = b.view() + "/" + entry_name_of(b.stat_in("/prog"));
+	CHECK(prelink(b.view(), o2.merged, why) == 1);
+	CHECK(same_inode(entry, link_b));
+	CHECK(names_in(b.view()).size() == 1);
+	// Again: the same link, nothing more.
+	CHECK(prelink(b.view(), o2.merged, why) == 1);
+	CHECK(names_in(b.view()).size() == 1);
+
+	// C's root rewrote the file (copy-up, size and time kept) before this start: nothing linked.
+	REQUIRE(c.ask("rewrite /prog") == "ok");
+	REQUIRE(file_exists(o3.upper() + "/prog"));
+	c.record();
+	CHECK(prelink(c.view(), o3.merged, why) == 0);
+	CHECK(names_in(c.view()).empty());
+
+	SECTION("an entry that is not root's, or names a file of no layer of the container, is not linked")
+	{
+		rm_rf(b.view());
+		b.record();
+		REQUIRE(chown(entry.c_str(), 65534, 65534) == 0);
+		CHECK(prelink(b.view(), o2.merged, why) == 0);
+		REQUIRE(chown(entry.c_str(), 0, 0) == 0);
+		const std::string elsewhere = "/nowhere/prog";
+		REQUIRE(setxattr(entry.c_str(), HTE_REAL_XATTR, elsewhere.data(), elsewhere.size(), 0) == 0);
+		CHECK(prelink(b.view(), o2.merged, why) == 0);
+		REQUIRE(setxattr(entry.c_str(), HTE_REAL_XATTR, real, (size_t)n, 0) == 0);
+		CHECK(names_in(b.view()).empty());
+		CHECK(prelink(b.view(), o2.merged, why) == 1);
+	}
+	SECTION("a rootfs that is no overlay gets nothing, and says why")
+	{
+		rm_rf(b.view());
+		b.record();
+		CHECK(prelink(b.view(), low.dir, why) == -1);
+		CHECK(why.find("not an overlay") != std::string::npos);
+		CHECK(names_in(b.view()).empty());
+	}
+}
+
+TEST_CASE("pure parts: an entry's name read back into its key", "[service-containers][prelink]")
+{
+	ht_cache_key k = {}, back = {};
+	k.dev = 0x10302;
+	k.ino = 1234567;
+	k.size = 150u << 20;
+	k.mtime_sec = 1700000000;
+	k.mtime_nsec = 123456789;
+	k.file_off = 0x1d8000;
+	k.len = 96u << 20;
+	k.mapped = (96u << 20) - 4096;
+	char name[256];
+	REQUIRE(ht_cache_name(&k, name, sizeof(name)) > 0);
+	REQUIRE(hte_cache_name_parse(name, &back) == 0);
+	CHECK(back.dev == k.dev);
+	CHECK(back.ino == k.ino);
+	CHECK(back.size == k.size);
+	CHECK(back.mtime_sec == k.mtime_sec);
+	CHECK(back.mtime_nsec == k.mtime_nsec);
+	CHECK(back.file_off == k.file_off);
+	CHECK(back.len == k.len);
+	CHECK(back.mapped == k.mapped);
+	CHECK(back.build_id == nullptr);
+	std::string good = name;
+	for (const std::string &bad :
+	     { std::string(""), std::string("f-"), good + ".tmp.123", good.substr(0, good.size() - 5), "x" + good,
+	       std::string("b-00ff-0-1000-1000.text"), std::string("f-+1-2-3-4.000000005-6-7-8.text"),
+	       std::string("f-01-2-3-4.000000005-6-7-8.text"), std::string("f-1-2-3-4.5-6-7-8.text"),
+	       std::string("f-1-2-3-4.000000005-6-7-8.text "), std::string("f-0x1-2-3-4.000000005-6-7-8.text"),
+	       std::string("f-1-2-3-4.-00000005-6-7-8.text") }) {
+		INFO(bad);
+		CHECK(hte_cache_name_parse(bad.c_str(), &back) == -1);
+	}
+	CHECK(hte_cache_name_parse("f-1-2-3-4.000000005-6-7-8.text", &back) == 0);
+	CHECK(back.mtime_nsec == 5);
+	CHECK(hte_cache_name_parse(nullptr, &back) == -1);
 }
 
 TEST_CASE("an overlay mounted only in the sender's namespace is found there, while a sender runs",

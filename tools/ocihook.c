@@ -102,6 +102,7 @@ struct inject {
 	unsigned long long root_mnt;
 	int root_overlay;
 	int made_etc_pre, made_run, made_run_ht;
+	unsigned linked;    /* entries linked into its new view (ociview.c) */
 	char list[HTE_OCI_PRELOAD_LIST_MAX + PATH_MAX + 64];
 	long list_len;
 };
@@ -668,7 +669,36 @@ static void host_socket(struct hook *h, struct inject *in)
 		in->sock_tree = -1;
 }
 
-/* The container's view of the cache, made empty, and cloned. */
+/* The rootfs's path: root.path, absolute or from the bundle. */
+static void rootfs_path(struct hook *h, struct inject *in, char *path, size_t cap)
+{
+	if (in->cfg.root[0] == '/')
+		snprintf(path, cap, "%s", in->cfg.root);
+	else
+		snprintf(path, cap, "%s/%s", h->st.bundle, in->cfg.root);
+}
+
+/* The entries other containers of its layers filled, linked into its new view before it runs anything. */
+static void prelink_view(struct hook *h, struct inject *in)
+{
+	char path[2 * PATH_MAX + 2];
+	const char *why;
+	int sfd = openat(in->cfd, "..", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	int vfd = openat(in->cfd, h->st.id, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	struct stat st;
+
+	rootfs_path(h, in, path, sizeof(path));
+	/* shared/: root's own directory (open_views() checked it; checked again through ".."). */
+	if (sfd >= 0 && vfd >= 0 && fstat(sfd, &st) == 0 && st.st_uid == 0 && !(st.st_mode & 022) &&
+	    hte_oci_prelink(sfd, vfd, path, in->host_mounts, in->host_mounts_len, &in->linked, &why) < 0)
+		say(h, "no entry linked into its view: %s", why);
+	if (sfd >= 0)
+		close(sfd);
+	if (vfd >= 0)
+		close(vfd);
+}
+
+/* The container's view of the cache, made empty, cloned, and given the entries its layers' files have. */
 static void host_view(struct hook *h, struct inject *in, const char **why)
 {
 	int fd;
@@ -697,6 +727,7 @@ static void host_view(struct hook *h, struct inject *in, const char **why)
 	h->rec->has_view = 1;
 	snprintf(h->rec->view, sizeof(h->rec->view), "%s/%s/%s/%s", h->o.cache, HT_SERVICE_SHARED, HTE_OCI_VIEWS,
 		 h->st.id);
+	prelink_view(h, in);
 }
 
 /* --- createRuntime, inside the container's mount namespace --- */
@@ -1159,10 +1190,7 @@ static int container_side(struct hook *h, struct inject *in, char *why, size_t c
 		whyf(why, cap, "cannot take its process's root: %s", strerror(errno));
 		return -1;
 	}
-	if (in->cfg.root[0] == '/')
-		snprintf(path, sizeof(path), "%s", in->cfg.root);
-	else
-		snprintf(path, sizeof(path), "%s/%s", h->st.bundle, in->cfg.root);
+	rootfs_path(h, in, path, sizeof(path));
 	whyf(h->rec->rootfs, sizeof(h->rec->rootfs), "%s", path);
 	/* The engine's path, not the image's: followed as the host's admin set it up. */
 	in->root = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
@@ -1206,6 +1234,12 @@ static void injected_reason(struct hook *h, struct inject *in, const char *novie
 		 r->has_glibc ? r->glibc : "?", r->kept, r->kept == 1 ? "y" : "ies",
 		 in->sock_tree >= 0 ? "the service's socket" : "no service socket (none was listening)",
 		 in->view_tree >= 0 ? "the cache view" : "no cache view: ", in->view_tree >= 0 ? "" : noview);
+	if (in->view_tree >= 0 && in->linked) {
+		size_t n = strlen(r->reason);
+
+		snprintf(r->reason + n, sizeof(r->reason) - n, " (%u cache entr%s linked into it)", in->linked,
+			 in->linked == 1 ? "y" : "ies");
+	}
 }
 
 static int do_inject(struct hook *h)

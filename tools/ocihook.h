@@ -223,6 +223,18 @@ const char *hte_multiarch(unsigned machine, int elfclass);
 /* --- ocihook.c --- */
 int hte_cmd_oci_hook(int argc, char **argv);
 
+/* --- a new container's view (ociview.c) --- */
+
+/*
+ * Links into the view @vfd every entry of the shared cache @sfd (root's
+ * <cache>/shared) that the container whose rootfs is @rootfs (the
+ * engine's path on the host; @mounts: the host's mountinfo) shows
+ * unchanged from a lower layer, named as its processes will look it up.
+ * Returns 0 and *@linked, or -1 and *@why (no overlay the host sees).
+ */
+int hte_oci_prelink(int sfd, int vfd, const char *rootfs, const char *mounts, size_t mounts_len, unsigned *linked,
+		    const char **why);
+
 #ifdef __cplusplus
 }
 #endif

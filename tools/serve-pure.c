@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sys/sysmacros.h>
 
+#include "cache.h"
 #include "serve.h"
 
 int hte_maps_runs_file(const char *maps, size_t len, dev_t dev, ino_t ino)
@@ -585,4 +586,24 @@ int hte_tmp_pid(const char *name, long *pid)
 	}
 	*pid = v;
 	return v > 0;
+}
+
+int hte_cache_name_parse(const char *name, struct ht_cache_key *k)
+{
+	unsigned long long dev, ino, size, sec, off, len, mapped;
+	char again[256];
+	long nsec;
+	int end = 0;
+
+	if (!name || strncmp(name, "f-", 2) != 0 || strlen(name) >= sizeof(again))
+		return -1;
+	if (sscanf(name, "f-%llx-%llx-%llx-%llx.%9ld-%llx-%llx-%llx.text%n", &dev, &ino, &size, &sec, &nsec, &off, &len,
+		   &mapped, &end) != 8 || end <= 0 || name[end] != '\0' || nsec < 0 || nsec > 999999999)
+		return -1;
+	*k = (struct ht_cache_key){ .dev = dev, .ino = ino, .size = size, .mtime_sec = (int64_t)sec,
+				    .mtime_nsec = nsec, .file_off = off, .len = len, .mapped = mapped };
+	/* Only the name ht_cache_name() makes of it: no sign, no "0x", no leading zeros, no spaces. */
+	if (ht_cache_name(k, again, sizeof(again)) < 0 || strcmp(again, name) != 0)
+		return -1;
+	return 0;
 }

@@ -79,49 +79,43 @@ static int metacopy(int fd)
 	       fgetxattr(fd, "user.overlay.metacopy", NULL, 0) >= 0;
 }
 
-enum { FOUND, NOT_HERE, REFUSED };
-
-/*
- * Looks o->rel up in the overlay's layers, as overlayfs does: the upper
- * layer first, then the lower ones.  FOUND: p->real is the lower layer's
- * file; NOT_HERE: this path is not it; REFUSED: *@why.
- */
-static int try_layers(const struct hte_ovl_mount *o, struct pending *p, const char **why)
+int hte_ovl_lookup(const struct hte_ovl_mount *o, const char *rel, const struct stat *want, int *real,
+		   char *real_path, size_t cap, const char **why)
 {
 	const char *lower = o->lowers;
 	struct stat st;
 	int fd;
 
 	if (o->upper[0]) {
-		fd = in_layer(o->upper, o->rel);
+		fd = in_layer(o->upper, rel);
 		/* There, or hidden behind something of the upper layer's (a link, another mount). */
 		if (fd >= 0 || (errno != ENOENT && errno != ENOTDIR)) {
 			if (fd >= 0)
 				close(fd);
 			*why = "a file of the overlay's upper (writable) layer: its bytes are the container's";
-			return REFUSED;
+			return HTE_OVL_REFUSED;
 		}
 	}
 	for (unsigned i = 0; i < o->nlower; i++, lower += strlen(lower) + 1) {
 		char self[64];
 		int rfd;
 
-		fd = in_layer(lower, o->rel);
+		fd = in_layer(lower, rel);
 		if (fd < 0) {
 			if (errno == ENOENT || errno == ENOTDIR)
 				continue;
 			*why = "the overlay's lower layer holds a link or a mount on the file's path";
-			return REFUSED;
+			return HTE_OVL_REFUSED;
 		}
 		if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
 			/* A whiteout (a 0:0 device): the file was removed above this layer. */
 			close(fd);
-			return NOT_HERE;
+			return HTE_OVL_NOT_HERE;
 		}
-		if (st.st_size != p->st.st_size || st.st_mtim.tv_sec != p->st.st_mtim.tv_sec ||
-		    st.st_mtim.tv_nsec != p->st.st_mtim.tv_nsec) {
+		if (st.st_size != want->st_size || st.st_mtim.tv_sec != want->st_mtim.tv_sec ||
+		    st.st_mtim.tv_nsec != want->st_mtim.tv_nsec) {
 			close(fd);
-			return NOT_HERE;
+			return HTE_OVL_NOT_HERE;
 		}
 		/* Opened for reading only now that it is known to be a regular file (no device is opened). */
 		snprintf(self, sizeof(self), "/proc/self/fd/%d", fd);
@@ -129,20 +123,20 @@ static int try_layers(const struct hte_ovl_mount *o, struct pending *p, const ch
 		close(fd);
 		if (rfd < 0) {
 			*why = "cannot open the overlay's lower file";
-			return REFUSED;
+			return HTE_OVL_REFUSED;
 		}
 		if (metacopy(rfd)) {
 			close(rfd);
 			*why = "the overlay's lower file is a metadata-only copy";
-			return REFUSED;
+			return HTE_OVL_REFUSED;
 		}
-		p->real = rfd;
+		*real = rfd;
 		/* For the logs: a path too long is cut. */
-		if (snprintf(p->real_path, sizeof(p->real_path), "%s%s", lower, o->rel) >= (int)sizeof(p->real_path))
-			memcpy(p->real_path + sizeof(p->real_path) - 4, "...", 4);
-		return FOUND;
+		if (snprintf(real_path, cap, "%s%s", lower, rel) >= (int)cap && cap >= 4)
+			memcpy(real_path + cap - 4, "...", 4);
+		return HTE_OVL_FOUND;
 	}
-	return NOT_HERE;
+	return HTE_OVL_NOT_HERE;
 }
 
 /*
@@ -179,7 +173,7 @@ const char *find_real_file(struct pending *p)
 	char link[64], path[4096], src[64];
 	struct hte_ovl_mount *o;
 	const char *why = NULL;
-	int seen = 0, r = NOT_HERE;
+	int seen = 0, r = HTE_OVL_NOT_HERE;
 	ssize_t n;
 
 	if (fstatfs(p->fd, &fs) < 0)
@@ -218,18 +212,19 @@ const char *find_real_file(struct pending *p)
 		info[0] = NULL;
 	if (ht_sys_read_file("/proc/self/mountinfo", &info[1], &info_len[1]) < 0)
 		info[1] = NULL;
-	for (int i = 0; i < 2 && paths[i] && r == NOT_HERE; i++)
-		for (int k = 0; k < 2 && r == NOT_HERE; k++)
+	for (int i = 0; i < 2 && paths[i] && r == HTE_OVL_NOT_HERE; i++)
+		for (int k = 0; k < 2 && r == HTE_OVL_NOT_HERE; k++)
 			if (info[k] && hte_mountinfo_overlay(info[k], info_len[k], p->st.st_dev, paths[i], o) == 1) {
 				seen = 1;
-				r = try_layers(o, p, &why);
+				r = hte_ovl_lookup(o, o->rel, &p->st, &p->real, p->real_path,
+						   sizeof(p->real_path), &why);
 			}
 	free(info[0]);
 	free(info[1]);
 	free(o);
-	if (r == REFUSED)
+	if (r == HTE_OVL_REFUSED)
 		return why;
-	if (r == NOT_HERE)
+	if (r == HTE_OVL_NOT_HERE)
 		return seen ? "the overlay file is in none of its lower layers (renamed meanwhile?)"
 			    : "the overlay's mount is visible neither to the service nor in the sender's namespace";
 	if (fstat(p->real, &p->rst) < 0 || fstatfs(p->real, &fs) < 0 || (unsigned long)fs.f_type == OVERLAYFS_MAGIC) {

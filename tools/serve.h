@@ -8,6 +8,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 
 #ifdef __cplusplus
@@ -123,6 +124,34 @@ struct hte_ovl_mount {
  * cannot be read (too long, too many layers).
  */
 int hte_mountinfo_overlay(const char *buf, size_t len, dev_t dev, const char *path, struct hte_ovl_mount *o);
+
+/* On a text-service entry: the host path of the real file it was filled from (the OCI hook reads it). */
+#define HTE_REAL_XATTR "trusted.hugetext.real"
+
+/* What hte_ovl_lookup() found. */
+enum { HTE_OVL_FOUND, HTE_OVL_NOT_HERE, HTE_OVL_REFUSED };
+
+/*
+ * Looks @rel (a path from the overlay's root, "/a/b") up in @o's layers as
+ * overlayfs does: the upper layer first, then the lower ones, top first,
+ * never following a link nor leaving a layer.  HTE_OVL_FOUND: *@real is the
+ * lower layer's file, opened for reading, a regular file with @want's size
+ * and modification time, and @real_path (@cap bytes) its path, cut with
+ * "..." when too long; HTE_OVL_NOT_HERE: no such file there (or another
+ * one); HTE_OVL_REFUSED: *@why (in the upper layer: the container's own).
+ * Not pure: serve-real.c, used by the service and the OCI hook.
+ */
+int hte_ovl_lookup(const struct hte_ovl_mount *o, const char *rel, const struct stat *want, int *real,
+		   char *real_path, size_t cap, const char **why);
+
+/*
+ * Parses a text-service entry's name ("f-<dev>-<ino>-<size>-<sec>.<nsec>-
+ * <off>-<len>-<mapped>.text", as ht_cache_name() makes it from a file's
+ * identity) into @k (build_id NULL).  Returns 0, or -1 for any other name
+ * (a build-ID name, a temporary file, trailing bytes).
+ */
+struct ht_cache_key;
+int hte_cache_name_parse(const char *name, struct ht_cache_key *k);
 
 /*
  * The root, in its file system, of the mount on "/" in the mountinfo text

@@ -1204,6 +1204,31 @@ TEST_CASE("clang++ in an annotated container has libLLVM's and libclang-cpp's co
 		}
 		CHECK(hits == 2);
 		CHECK(w.finish().status == 0);
+
+		// A new container of the image: the hook links both entries into its view before it runs
+		// anything, so its first compile maps them, with no offer of its own.
+		ctr n = run_ctr("annotated", img,
+				{ "/bin/sh", "-c",
+				  "HUGETEXT_REPORT=/report/new.json /usr/bin/clang++ -c -x c++ /report/f.cpp -o /tmp/a.o" },
+				"1", { "-v", reports + ":/report" });
+		INFO("new container: " << n.err << "\nhook: " << log_of(n.id));
+		CHECK(n.status == 0);
+		// Both libraries' entries at least (clang's own code may have one too).
+		std::string hl = log_of(n.id);
+		size_t at = hl.find(" cache entries linked into it)");
+		REQUIRE(at != std::string::npos);
+		size_t from = hl.rfind('(', at);
+		REQUIRE(from != std::string::npos);
+		CHECK(std::strtoul(hl.c_str() + from + 1, nullptr, 10) >= 2);
+		int new_hits = 0;
+		for (auto &l : read_report(reports + "/new.json"))
+			if ((l["object"].find("libLLVM") != std::string::npos ||
+			     l["object"].find("libclang-cpp") != std::string::npos) && l["bytes"] != "0") {
+				INFO(l["object"] << " " << l["status"] << " " << l["cache"] << " " << l["cache_error"]);
+				CHECK(l["cache"] == "hit");
+				new_hits += l["cache"] == "hit";
+			}
+		CHECK(new_hits == 2);
 		// Both entries were filled from the lower layer's file, never warmed (off the grid a warm cannot serve).
 		CHECK(st.find("\"filled_total\":0") == std::string::npos);
 	}
