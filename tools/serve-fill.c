@@ -27,8 +27,6 @@
 #include "sys.h"
 
 #define OWNER_XATTR "trusted.hugetext.client"
-/* The real file's path on the host, for the OCI hook's links into new containers' views (ociview.c). */
-#define REAL_XATTR HTE_REAL_XATTR
 #define ENTRIES_MAX 4096 /* entries looked at for eviction and shares */
 
 /*
@@ -478,9 +476,9 @@ const char *fill_entry(int mfd, int dirfd, const struct pending *p)
 		return "cannot create a cache entry";
 	/* Its owner, for the share rule: a file system without it makes the entry nobody's. */
 	fsetxattr(efd, OWNER_XATTR, who, strlen(who), 0);
-	/* Only a whole path (one cut for the logs would name another file). */
+	/* The real file's host path, for the OCI hook's links into new views (ociview.c); only a whole one. */
 	if (p->real_path[0] == '/' && strlen(p->real_path) < sizeof(p->real_path) - 1)
-		fsetxattr(efd, REAL_XATTR, p->real_path, strlen(p->real_path), 0);
+		fsetxattr(efd, HTE_REAL_XATTR, p->real_path, strlen(p->real_path), 0);
 	if (ftruncate(efd, (off_t)m->len) < 0 || ht_sys_map_file(efd, m->len, PROT_READ | PROT_WRITE, 1, &map) < 0) {
 		why = "cannot size or map the new entry";
 	} else {
