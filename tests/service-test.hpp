@@ -218,6 +218,25 @@ size_t open_fds(pid_t pid)
 	return n;
 }
 
+// What @pid's descriptors name, one "fd -> target" per line: what a
+// failed count shows.
+std::string fd_list(pid_t pid)
+{
+	std::string dir = "/proc/" + std::to_string(pid) + "/fd", out;
+	DIR *d = opendir(dir.c_str());
+	for (struct dirent *e; d && (e = readdir(d));) {
+		if (e->d_name[0] == '.')
+			continue;
+		char to[256];
+		ssize_t n = readlink((dir + "/" + e->d_name).c_str(), to, sizeof(to) - 1);
+		to[n > 0 ? n : 0] = 0;
+		out += std::string(e->d_name) + " -> " + to + "\n";
+	}
+	if (d)
+		closedir(d);
+	return out;
+}
+
 // The service's descriptors once it has seen every close of ours: a hang-up
 // reaches its event loop a moment after close() (slowly under qemu).  At
 // most @want once settled (a descriptor it held when @want was counted, a

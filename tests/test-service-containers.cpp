@@ -967,6 +967,7 @@ TEST_CASE("a flood of nobody's connections, garbage and offers leaves root's off
 	service svc({ "--no-warm" });
 	REQUIRE(svc.alive());
 	size_t fds_before = open_fds(svc.pid);
+	std::string fds_were = fd_list(svc.pid);
 	std::string flood = build_path("tests/service-flood"), off = std::to_string(span_off),
 		    len = std::to_string(span_len);
 	// Three kinds at once, each from a process of nobody, for 3 s.
@@ -1004,7 +1005,9 @@ TEST_CASE("a flood of nobody's connections, garbage and offers leaves root's off
 	CHECK(svc.num("pending") == 0);
 	// Every connection and descriptor it was sent is closed again (root's
 	// file waits, filled: none of its descriptors is left either).
-	CHECK(open_fds_settled(svc.pid, fds_before) == fds_before);
+	size_t fds_after = open_fds_settled(svc.pid, fds_before);
+	INFO("before:\n" << fds_were << "after:\n" << fd_list(svc.pid));
+	CHECK(fds_after == fds_before);
 	struct stat st;
 	for (int i = 0; i < 200 && getxattr(sock.c_str(), "system.posix_acl_access", nullptr, 0) >= 0; i++)
 		usleep(50000);

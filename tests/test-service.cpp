@@ -437,6 +437,7 @@ TEST_CASE("hostile clients are refused and the service goes on serving", "[servi
 	service svc({ "--no-warm" });
 	REQUIRE(svc.alive());
 	size_t fds_before = open_fds(svc.pid);
+	std::string fds_were = fd_list(svc.pid);
 	long refused = 0;
 	auto refused_more = [&](const std::string &why) {
 		INFO(why);
@@ -571,7 +572,9 @@ TEST_CASE("hostile clients are refused and the service goes on serving", "[servi
 	close(pfd);
 	CHECK(svc.alive());
 	// Every descriptor it was sent is closed again.
-	CHECK(open_fds_settled(svc.pid, fds_before) <= fds_before);
+	size_t fds_after = open_fds_settled(svc.pid, fds_before);
+	INFO("before:\n" << fds_were << "after:\n" << fd_list(svc.pid));
+	CHECK(fds_after <= fds_before);
 	CHECK(cache_entry(shared_dir) != "");
 	struct stat sst;
 	REQUIRE(lstat(shared_dir.c_str(), &sst) == 0);

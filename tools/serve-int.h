@@ -169,6 +169,8 @@ int queue_offer(const struct pending *p);
 
 /* serve-net.c */
 int listen_socket(void);
+/* The acceptor's epoll on @lfd, made before the service says it is up.  0, or -1 (said). */
+int accept_open(int lfd);
 /* Accepts and reads until srv.stop; the worker runs beside it. */
 void accept_loop(int lfd);
 /* Lifts the gate's shut-outs (at exit). */

@@ -500,18 +500,27 @@ static int expire_held(double now)
 	return next ? (int)((next - now) * 1000) + 1 : -1;
 }
 
-void accept_loop(int lfd)
+int accept_open(int lfd)
 {
-	struct epoll_event ev = { .events = EPOLLIN, .data.u32 = UINT32_MAX }, evs[64];
+	struct epoll_event ev = { .events = EPOLLIN, .data.u32 = UINT32_MAX };
 
 	for (int i = 0; i < HELD_MAX; i++)
 		N.h[i].fd = -1;
 	N.ep = epoll_create1(EPOLL_CLOEXEC);
 	if (N.ep < 0 || epoll_ctl(N.ep, EPOLL_CTL_ADD, lfd, &ev) < 0) {
 		hte_error("serve", "epoll: %s", strerror(errno));
-		srv.stop = 1;
-		return;
+		if (N.ep >= 0)
+			close(N.ep);
+		N.ep = -1;
+		return -1;
 	}
+	return 0;
+}
+
+void accept_loop(int lfd)
+{
+	struct epoll_event evs[64];
+
 	while (!srv.stop) {
 		double now = mono_now();
 		int wait = expire_held(now), n;

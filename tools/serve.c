@@ -879,6 +879,11 @@ int hte_cmd_serve(int argc, char **argv)
 	/* What a killed service left half-made goes first. */
 	clean_leftovers();
 	count_shares();
+	/* The state file says the service is up: its descriptors are made first (the worker makes none). */
+	if (accept_open(lfd) < 0) {
+		close(lfd);
+		return HTE_EXIT_FAIL;
+	}
 	write_state();
 	if (pthread_create(&work, NULL, worker, NULL) != 0) {
 		hte_error("serve", "cannot start its worker thread");
