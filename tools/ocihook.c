@@ -209,8 +209,7 @@ static int write_all(int fd, const char *s, size_t n)
 
 static long sys_openat2(int dirfd, const char *path, int flags, unsigned long long resolve)
 {
-	struct open_how how = { .flags = (unsigned long long)flags, .mode = 0, .resolve = resolve };
-	long fd = syscall(SYS_openat2, dirfd, path, &how, sizeof(how));
+	int fd = hte_openat2(dirfd, path, flags, resolve);
 
 	return fd < 0 ? -errno : fd;
 }

@@ -38,19 +38,18 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/magic.h>
 #include <linux/openat2.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
-#include <sys/syscall.h>
 #include <sys/xattr.h>
 #include <unistd.h>
 
 #include "cache.h"
 #include "serve.h"
 
-#define OVERLAYFS_MAGIC_ 0x794c7630
 #define PRELINK_MAX 4096u
 
 /* @path's part under one of @o's lower layers ("/usr/lib/..."), or NULL. */
@@ -110,12 +109,11 @@ static int is_entry_file(const struct hte_ovl_mount *o, const char *rel, const s
 static int view_name_of(int root, dev_t dev, const char *rel, const struct ht_cache_key *k, char *name,
 			size_t cap)
 {
-	struct open_how how = { .flags = O_PATH | O_NOFOLLOW | O_CLOEXEC,
-				.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS |
-					   RESOLVE_NO_XDEV };
 	struct ht_cache_key v = *k;
 	struct stat st;
-	int fd = (int)syscall(SYS_openat2, root, rel, &how, sizeof(how)), ok;
+	int fd = hte_openat2(root, rel, O_PATH | O_NOFOLLOW | O_CLOEXEC,
+			     RESOLVE_IN_ROOT | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV),
+	    ok;
 
 	if (fd < 0)
 		return -1;
@@ -129,24 +127,6 @@ static int view_name_of(int root, dev_t dev, const char *rel, const struct ht_ca
 	v.len = k->len;
 	v.mapped = k->mapped;
 	return ht_cache_name(&v, name, cap) < 0 ? -1 : 0;
-}
-
-/* Links the entry @name of @sfd into @vfd as @vname (a temporary name, then a rename).  0, or -1. */
-static int link_into(int sfd, const char *name, int vfd, const char *vname)
-{
-	struct stat est, lst;
-	char tmp[300];
-
-	/* There already (a rename onto a link of the same file would leave both names). */
-	if (fstatat(sfd, name, &est, AT_SYMLINK_NOFOLLOW) == 0 && fstatat(vfd, vname, &lst, AT_SYMLINK_NOFOLLOW) == 0 &&
-	    est.st_ino == lst.st_ino && est.st_dev == lst.st_dev)
-		return 0;
-	snprintf(tmp, sizeof(tmp), "%s.tmp.%ld", vname, (long)getpid());
-	unlinkat(vfd, tmp, 0);
-	if (linkat(sfd, name, vfd, tmp, 0) == 0 && renameat(vfd, tmp, vfd, vname) == 0)
-		return 0;
-	unlinkat(vfd, tmp, 0);
-	return -1;
 }
 
 int hte_oci_prelink(int sfd, int vfd, const char *rootfs, const char *mounts, size_t mounts_len, unsigned *linked,
@@ -166,7 +146,7 @@ int hte_oci_prelink(int sfd, int vfd, const char *rootfs, const char *mounts, si
 	*why = NULL;
 	/* The engine's path, on the host, as the host's admin set it up (as for the mounts). */
 	root = open(rootfs, O_PATH | O_DIRECTORY | O_CLOEXEC);
-	if (root < 0 || fstat(root, &rst) < 0 || fstatfs(root, &fs) < 0 || (unsigned long)fs.f_type != OVERLAYFS_MAGIC_) {
+	if (root < 0 || fstat(root, &rst) < 0 || fstatfs(root, &fs) < 0 || (unsigned long)fs.f_type != OVERLAYFS_SUPER_MAGIC) {
 		*why = "its rootfs is not an overlay the host sees";
 		goto out;
 	}
@@ -195,7 +175,7 @@ int hte_oci_prelink(int sfd, int vfd, const char *rootfs, const char *mounts, si
 			continue;
 		if (!is_entry_file(o, rel, &k) || view_name_of(root, rst.st_dev, rel, &k, vname, sizeof(vname)) < 0)
 			continue;
-		if (link_into(sfd, e->d_name, vfd, vname) == 0)
+		if (hte_same_entry(sfd, e->d_name, vfd, vname) || hte_link_as(sfd, e->d_name, vfd, vname) == 0)
 			(*linked)++;
 	}
 out:

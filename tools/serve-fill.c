@@ -507,10 +507,30 @@ const char *fill_entry(int mfd, int dirfd, const struct pending *p)
 
 /* --- the containers' views --- */
 
-int link_view(int dirfd, const struct pending *p, const char **why)
+int hte_same_entry(int sfd, const char *name, int vfd, const char *vname)
+{
+	struct stat est, lst;
+
+	return fstatat(sfd, name, &est, AT_SYMLINK_NOFOLLOW) == 0 && fstatat(vfd, vname, &lst, AT_SYMLINK_NOFOLLOW) == 0 &&
+	       est.st_ino == lst.st_ino && est.st_dev == lst.st_dev;
+}
+
+int hte_link_as(int sfd, const char *name, int vfd, const char *vname)
 {
 	char tmp[300];
-	struct stat est, lst;
+
+	if (snprintf(tmp, sizeof(tmp), "%s.tmp.%ld", vname, (long)getpid()) >= (int)sizeof(tmp))
+		return -1;
+	unlinkat(vfd, tmp, 0);
+	if (linkat(sfd, name, vfd, tmp, 0) == 0 && renameat(vfd, tmp, vfd, vname) == 0)
+		return 0;
+	unlinkat(vfd, tmp, 0);
+	return -1;
+}
+
+int link_view(int dirfd, const struct pending *p, const char **why)
+{
+	struct stat est;
 	int cfd, vfd, r = -1;
 
 	*why = NULL;
@@ -532,8 +552,7 @@ int link_view(int dirfd, const struct pending *p, const char **why)
 		*why = "the container's view is missing or not root's own directory";
 		return -1;
 	}
-	if (fstatat(vfd, p->view_name, &lst, AT_SYMLINK_NOFOLLOW) == 0 && lst.st_ino == est.st_ino &&
-	    lst.st_dev == est.st_dev) {
+	if (hte_same_entry(dirfd, p->name, vfd, p->view_name)) {
 		close(vfd);
 		return 0;
 	}
@@ -547,14 +566,10 @@ int link_view(int dirfd, const struct pending *p, const char **why)
 		close(vfd);
 		return -1;
 	}
-	snprintf(tmp, sizeof(tmp), "%s.tmp.%ld", p->view_name, (long)getpid());
-	unlinkat(vfd, tmp, 0);
-	if (linkat(dirfd, p->name, vfd, tmp, 0) == 0 && renameat(vfd, tmp, vfd, p->view_name) == 0) {
+	if (hte_link_as(dirfd, p->name, vfd, p->view_name) == 0)
 		r = 1;
-	} else {
-		unlinkat(vfd, tmp, 0);
+	else
 		*why = "cannot link the entry into the container's view";
-	}
 	close(vfd);
 	if (r == 1)
 		log_add(&srv.linked, "%s: %s as %s (container %s)", p->real_path, p->name, p->view_name, p->view_id);

@@ -33,27 +33,22 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/magic.h>
 #include <linux/openat2.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
-#include <sys/syscall.h>
 #include <sys/xattr.h>
 #include <unistd.h>
 
 #include "serve-int.h"
 #include "sys.h"
 
-#define OVERLAYFS_MAGIC 0x794c7630
-
 static int openat2_(int dirfd, const char *path, int flags)
 {
-	struct open_how how = { .flags = (uint64_t)flags,
-				.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS |
-					   RESOLVE_NO_XDEV };
-
-	return (int)syscall(SYS_openat2, dirfd, path, &how, sizeof(how));
+	return hte_openat2(dirfd, path, flags,
+			   RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV);
 }
 
 /* @rel (a path from the layer's root, "/a/b") in the layer @dir, as O_PATH: -1 and errno when not there. */
@@ -181,7 +176,7 @@ const char *find_real_file(struct pending *p)
 	snprintf(link, sizeof(link), "/proc/self/fd/%d", p->fd);
 	n = readlink(link, path, sizeof(path) - 1);
 	path[n > 0 ? n : 0] = '\0';
-	if ((unsigned long)fs.f_type != OVERLAYFS_MAGIC) {
+	if ((unsigned long)fs.f_type != OVERLAYFS_SUPER_MAGIC) {
 		p->real = fcntl(p->fd, F_DUPFD_CLOEXEC, 0);
 		p->rst = p->st;
 		if (snprintf(p->real_path, sizeof(p->real_path), "%s", n > 0 ? path : "(unknown)") >=
@@ -227,7 +222,7 @@ const char *find_real_file(struct pending *p)
 	if (r == HTE_OVL_NOT_HERE)
 		return seen ? "the overlay file is in none of its lower layers (renamed meanwhile?)"
 			    : "the overlay's mount is visible neither to the service nor in the sender's namespace";
-	if (fstat(p->real, &p->rst) < 0 || fstatfs(p->real, &fs) < 0 || (unsigned long)fs.f_type == OVERLAYFS_MAGIC) {
+	if (fstat(p->real, &p->rst) < 0 || fstatfs(p->real, &fs) < 0 || (unsigned long)fs.f_type == OVERLAYFS_SUPER_MAGIC) {
 		close(p->real);
 		p->real = -1;
 		return "the overlay's lower file is on another overlay";

@@ -128,6 +128,18 @@ int hte_mountinfo_overlay(const char *buf, size_t len, dev_t dev, const char *pa
 /* On a text-service entry: the host path of the real file it was filled from (the OCI hook reads it). */
 #define HTE_REAL_XATTR "trusted.hugetext.real"
 
+/*
+ * A container's view of the shared cache (serve-fill.c; the service and
+ * the OCI hook).  hte_same_entry(): 1 when @vname in the view @vfd is a
+ * link of the entry @name of @sfd, else 0.  hte_link_as(): links that
+ * entry in as @vname through a temporary name renamed over it, so the
+ * name is never missing nor half made (a rename onto a link of the same
+ * file would leave both names: check hte_same_entry() first); 0, or -1
+ * with nothing left behind.
+ */
+int hte_same_entry(int sfd, const char *name, int vfd, const char *vname);
+int hte_link_as(int sfd, const char *name, int vfd, const char *vname);
+
 /* What hte_ovl_lookup() found. */
 enum { HTE_OVL_FOUND, HTE_OVL_NOT_HERE, HTE_OVL_REFUSED };
 

@@ -44,6 +44,13 @@ double hte_percent(uint64_t part, uint64_t whole);
  */
 int hte_parse_size(const char *s, uint64_t *out);
 
+/*
+ * openat2(2) with @resolve (RESOLVE_IN_ROOT, RESOLVE_BENEATH, ... from
+ * linux/openat2.h): a descriptor, or -1 and errno.  glibc 2.36 has no
+ * wrapper for it.
+ */
+int hte_openat2(int dirfd, const char *path, int flags, unsigned long long resolve);
+
 /* --- elfio.c: an ELF file on disk, mapped and checked --- */
 
 struct hte_file {

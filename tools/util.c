@@ -4,10 +4,13 @@
 #include "internal.h"
 
 #include <errno.h>
+#include <linux/openat2.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 void hte_error(const char *cmd, const char *fmt, ...)
 {
@@ -96,4 +99,11 @@ int hte_parse_size(const char *s, uint64_t *out)
 		return 0;
 	}
 	return -1;
+}
+
+int hte_openat2(int dirfd, const char *path, int flags, unsigned long long resolve)
+{
+	struct open_how how = { .flags = (unsigned long long)flags, .mode = 0, .resolve = resolve };
+
+	return (int)syscall(SYS_openat2, dirfd, path, &how, sizeof(how));
 }
