@@ -206,40 +206,44 @@ int offer_from_runner(const std::string &path)
 	return child > 0 && waitpid(child, &status, 0) == child ? status : -1;
 }
 
-// The open descriptors of @pid, but for its own reads of /proc (the
-// service reads its mounts and maps now and then: a count taken during one
-// is one more, and a leak that matters is a connection or a file sent).
-size_t open_fds(pid_t pid)
+// @pid's open descriptors, each as "fd -> target".
+std::vector<std::string> fd_targets(pid_t pid)
 {
 	std::string dir = "/proc/" + std::to_string(pid) + "/fd";
-	size_t n = 0;
-	DIR *d = opendir(dir.c_str());
-	for (struct dirent *e; d && (e = readdir(d));) {
-		char to[64];
-		ssize_t len = e->d_name[0] == '.' ? -1 : readlink((dir + "/" + e->d_name).c_str(), to, sizeof(to) - 1);
-		n += len > 0 && !(len >= 6 && std::memcmp(to, "/proc/", 6) == 0);
-	}
-	if (d)
-		closedir(d);
-	return n;
-}
-
-// What @pid's descriptors name, one "fd -> target" per line: what a
-// failed count shows.
-std::string fd_list(pid_t pid)
-{
-	std::string dir = "/proc/" + std::to_string(pid) + "/fd", out;
+	std::vector<std::string> out;
 	DIR *d = opendir(dir.c_str());
 	for (struct dirent *e; d && (e = readdir(d));) {
 		if (e->d_name[0] == '.')
 			continue;
 		char to[256];
 		ssize_t n = readlink((dir + "/" + e->d_name).c_str(), to, sizeof(to) - 1);
-		to[n > 0 ? n : 0] = 0;
-		out += std::string(e->d_name) + " -> " + to + "\n";
+		if (n <= 0) // closed since readdir() saw it
+			continue;
+		to[n] = 0;
+		out.push_back(std::string(e->d_name) + " -> " + to);
 	}
 	if (d)
 		closedir(d);
+	return out;
+}
+
+// The open descriptors of @pid, but for its own reads of /proc (the
+// service reads its mounts and maps now and then: a count taken during one
+// is one more, and a leak that matters is a connection or a file sent).
+size_t open_fds(pid_t pid)
+{
+	size_t n = 0;
+	for (const std::string &t : fd_targets(pid))
+		n += t.find(" -> /proc/") == std::string::npos;
+	return n;
+}
+
+// What @pid's descriptors name, one per line: what a failed count shows.
+std::string fd_list(pid_t pid)
+{
+	std::string out;
+	for (const std::string &t : fd_targets(pid))
+		out += t + "\n";
 	return out;
 }
 
