@@ -3,7 +3,14 @@
 # root client's offers, made as the library makes them, while PROCS
 # processes of nobody flood the socket, and the service's CPU and memory.
 #
-#   bench/service-flood.sh [--hugetext PATH] [--build DIR] [--seconds S] [--procs N] [KIND...]
+#   bench/service-flood.sh [--hugetext PATH] [--build DIR] [--seconds S] [--procs N]
+#                          [--root [--own-socket]] [KIND...]
+#
+# --root floods as root (a rootful container's root is the host's root,
+# which passes the socket's ACL); with --own-socket the flood comes on a
+# container's own socket (tools/serve-socks.c: the directory the OCI hook
+# makes, /run/hugetext/sockets/bench-ctr/) while the honest client stays on
+# the host's.
 #
 # KIND: none (the service alone), silent, garbage, offers, files (offers of
 # root's files of 4 MiB or more in /usr/lib/x86_64-linux-gnu or the arch's
@@ -14,13 +21,15 @@
 # number is) and a table.  Takes about (S + 2) seconds per kind.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-BUILD=build HT= SECONDS_=10 PROCS=2 KINDS=()
+BUILD=build HT= SECONDS_=10 PROCS=2 KINDS=() FLOOD_UID=65534 OWN=0
 while [ $# -gt 0 ]; do
 	case $1 in
 	--hugetext) HT=$2; shift ;;
 	--build) BUILD=$2; shift ;;
 	--seconds) SECONDS_=$2; shift ;;
 	--procs) PROCS=$2; shift ;;
+	--root) FLOOD_UID=0 ;;
+	--own-socket) OWN=1 ;;
 	-h | --help) sed -n '2,/^set -e/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
 	*) KINDS+=("$1") ;;
 	esac
@@ -47,7 +56,8 @@ for i in range(phnum):
         lo = (va + h - 1) // h * h; hi = (va + fsz) // h * h
         print(lo - va + off, hi - lo); break
 ' "$FIXTURE")
-export HT FLOOD FIXTURE OFF LEN SECONDS_ PROCS LIBDIR
+[ "$OWN" = 0 ] || [ "$FLOOD_UID" = 0 ] || { echo "service-flood: --own-socket goes with --root" >&2; exit 2; }
+export HT FLOOD FIXTURE OFF LEN SECONDS_ PROCS LIBDIR FLOOD_UID OWN
 OUT=$(mktemp)
 trap 'rm -f "$OUT"' EXIT
 
@@ -63,16 +73,22 @@ trap "[ -z \"\$svc\" ] || kill \$svc 2>/dev/null; rm -rf $work" EXIT
 chmod 755 "$work"
 for kind in "$@"; do
 	cp "$FIXTURE" "$work/probe"; cp "$FIXTURE" "$work/fresh"; chmod 755 "$work/probe" "$work/fresh"
-	rm -rf /run/hugetext/text/shared /run/hugetext/service.sock
+	rm -rf /run/hugetext/text/shared /run/hugetext/service.sock /run/hugetext/sockets
 	"$HT" serve --no-warm --state "$work/state.json" --config "$work/none.conf" >"$work/serve.log" 2>&1 &
 	svc=$!
 	for _ in $(seq 100); do [ -S /run/hugetext/service.sock ] && break; sleep 0.05; done
 	sleep 0.3
+	target=()
+	if [ "$OWN" = 1 ]; then
+		mkdir -m 0755 /run/hugetext/sockets/bench-ctr
+		for _ in $(seq 100); do [ -S /run/hugetext/sockets/bench-ctr/service.sock ] && break; sleep 0.05; done
+		target=(/run/hugetext/sockets/bench-ctr/service.sock)
+	fi
 	k=$kind
 	[ "$kind" = files ] && k=files:$LIBDIR
 	printf "{\"kind\":\"%s\",\"result\":" "$kind"
-	"$FLOOD" bench /run/hugetext/service.sock "$svc" /run/hugetext/text/shared "$k" 65534 "$PROCS" "$SECONDS_" \
-		50 100 "$work/probe" "$OFF" "$LEN" "$LEN" "$work/fresh" | tr -d "\n"
+	"$FLOOD" bench /run/hugetext/service.sock "$svc" /run/hugetext/text/shared "$k" "$FLOOD_UID" "$PROCS" "$SECONDS_" \
+		50 100 "$work/probe" "$OFF" "$LEN" "$LEN" "$work/fresh" "${target[@]}" | tr -d "\n"
 	printf "}\n"
 	kill "$svc"; wait "$svc" 2>/dev/null || true
 	svc=

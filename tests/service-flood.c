@@ -59,6 +59,8 @@ struct counts {
 };
 
 static struct sockaddr_un addr = { .sun_family = AF_UNIX };
+/* Where the flood connects: addr, or (bench's FLOOD_SOCKET) a container's own socket. */
+static struct sockaddr_un flood_addr = { .sun_family = AF_UNIX };
 
 static double now_s(void)
 {
@@ -187,7 +189,7 @@ static void flood_one(const struct flood *f, struct counts *c, double until)
 			continue;
 		}
 		c->attempts++;
-		if (connect(s, (struct sockaddr *)&addr, sizeof(addr)) < 0) {
+		if (connect(s, (struct sockaddr *)&flood_addr, sizeof(flood_addr)) < 0) {
 			count_error(c, errno);
 			close(s);
 			continue;
@@ -420,7 +422,7 @@ static int usage(void)
 	fputs("usage: service-flood flood SOCKET KIND UID PROCS SECONDS [FILE OFF LEN MAPPED]\n"
 	      "       service-flood probe SOCKET TRIES INTERVAL_MS FILE OFF LEN MAPPED\n"
 	      "       service-flood bench SOCKET SERVICE_PID SERVED_DIR KIND UID PROCS SECONDS TRIES INTERVAL_MS\n"
-	      "                           FILE OFF LEN MAPPED FRESH\n",
+	      "                           FILE OFF LEN MAPPED FRESH [FLOOD_SOCKET]\n",
 	      stderr);
 	return 2;
 }
@@ -438,6 +440,7 @@ int main(int argc, char **argv)
 	if (argc < 3 || strlen(argv[2]) >= sizeof(addr.sun_path))
 		return usage();
 	strcpy(addr.sun_path, argv[2]);
+	flood_addr = addr;
 	signal(SIGPIPE, SIG_IGN);
 	c = mmap(NULL, sizeof(*c) * 64, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	if (c == MAP_FAILED)
@@ -463,7 +466,7 @@ int main(int argc, char **argv)
 		putchar('\n');
 		return r < 0 ? 1 : 0;
 	}
-	if (!strcmp(argv[1], "bench") && argc == 16) {
+	if (!strcmp(argv[1], "bench") && (argc == 16 || argc == 17)) {
 		pid_t svc = (pid_t)num(argv[3]);
 		struct flood f = { argv[5], (uid_t)num(argv[6]), (int)num(argv[7]), atof(argv[8]),
 				   argv[11], num(argv[12]), num(argv[13]), num(argv[14]) };
@@ -471,8 +474,10 @@ int main(int argc, char **argv)
 		long rss0 = 0, rss1 = 0;
 		double cpu0 = cpu_of(svc, &rss0), t0 = now_s(), cpu1, t1, ms;
 
-		if (cpu0 < 0 || f.procs < 1 || f.procs > 64)
+		if (cpu0 < 0 || f.procs < 1 || f.procs > 64 || (argc == 17 && strlen(argv[16]) >= sizeof(addr.sun_path)))
 			return usage();
+		if (argc == 17)
+			strcpy(flood_addr.sun_path, argv[16]);
 		if (flood_start(&f, c, pids) < 0)
 			return 1;
 		/* The flood has a moment to fill what it can first. */

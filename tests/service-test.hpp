@@ -132,6 +132,18 @@ struct service {
 		UNSCOPED_INFO("state file when " << key << " did not reach " << want << ": " << text());
 		return false;
 	}
+	// Waits (up to @seconds) until num(@key) is below @limit.
+	bool wait_for_below(const std::string &key, long limit, double seconds = 20) const
+	{
+		for (int i = 0; i < seconds * 20; i++) {
+			long n = num(key);
+			if (n >= 0 && n < limit)
+				return true;
+			usleep(50000);
+		}
+		UNSCOPED_INFO("state file when " << key << " did not fall below " << limit << ": " << text());
+		return false;
+	}
 	~service()
 	{
 		if (pid > 0) {

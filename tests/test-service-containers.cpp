@@ -10,7 +10,9 @@
 // share one entry; a copied-up file is refused; a sender in a user
 // namespace is its host uid; a service killed mid-fill leaves nothing a
 // process maps and the next cleans up; each client keeps its share of the
-// cache; a flood of nobody's connections leaves root's offers served.
+// cache; a flood of nobody's connections leaves root's offers served; a
+// container's root flooding its own socket (tools/serve-socks.c) leaves
+// the host's socket and another container's served.
 // Podman is not used here (tests/containers is the hook's suite).
 #include <catch2/catch.hpp>
 
@@ -1014,6 +1016,145 @@ TEST_CASE("a flood of nobody's connections, garbage and offers leaves root's off
 	CHECK(getxattr(sock.c_str(), "system.posix_acl_access", nullptr, 0) < 0);
 	REQUIRE(stat(sock.c_str(), &st) == 0);
 	CHECK((st.st_mode & 0777) == 0666);
+}
+
+namespace {
+
+const std::string sockets_dir = "/run/hugetext/" HTE_CONTAINER_SOCKETS_NAME;
+
+// <sockets>/<id>/ as the OCI hook makes it for a container it injects.
+std::string own_socket_dir(const std::string &id)
+{
+	std::string d = sockets_dir + "/" + id;
+	REQUIRE(mkdir(d.c_str(), 0755) == 0);
+	REQUIRE(chmod(d.c_str(), 0755) == 0);
+	return d;
+}
+
+bool is_socket(const std::string &path)
+{
+	struct stat st;
+	return lstat(path.c_str(), &st) == 0 && S_ISSOCK(st.st_mode);
+}
+
+bool wait_socket(const std::string &path, bool want = true)
+{
+	for (int i = 0; i < 100; i++) {
+		if (is_socket(path) == want)
+			return true;
+		usleep(50000);
+	}
+	return false;
+}
+
+// service-flood's probe: @tries offers of @file to @socket, its JSON line.
+run_result probe_on(const std::string &socket, const std::string &file, int tries = 20)
+{
+	return run_cmd({ build_path("tests/service-flood"), "probe", socket, std::to_string(tries), "50", file,
+			 std::to_string(span_off), std::to_string(span_len), std::to_string(span_len) });
+}
+
+std::string all_taken(int n)
+{
+	std::string k = std::to_string(n);
+	return "\"tries\":" + k + ",\"connected\":" + k + ",\"sent\":" + k + ",\"taken\":" + k + ",";
+}
+
+} // namespace
+
+TEST_CASE("a container's root flooding its own socket leaves the host's socket and other containers served",
+	  "[service-containers][own-socket]")
+{
+	text_cache cache;
+	REQUIRE(cache.ok);
+	std::string theirs = program_copy("own-theirs"), mine = program_copy("own-mine"),
+		    other = program_copy("own-other");
+	service svc({ "--no-warm" });
+	REQUIRE(svc.alive());
+	// The service makes the directory whose presence tells the hook to make each container a socket.
+	struct stat st;
+	REQUIRE(stat(sockets_dir.c_str(), &st) == 0);
+	CHECK(S_ISDIR(st.st_mode));
+	CHECK(st.st_uid == 0);
+	CHECK((st.st_mode & 07777) == 0755);
+	size_t fds_before = open_fds(svc.pid);
+	std::string fds_were = fd_list(svc.pid);
+	std::string a = own_socket_dir("own-flood-a"), b = own_socket_dir("own-calm-b");
+	REQUIRE(wait_socket(a + "/service.sock"));
+	REQUIRE(wait_socket(b + "/service.sock"));
+	REQUIRE(stat((a + "/service.sock").c_str(), &st) == 0);
+	CHECK(st.st_uid == 0);
+	CHECK((st.st_mode & 0777) == 0666);
+	CHECK(svc.wait_for("container_sockets", 2, 10));
+	// Container a's root, the host's root (no user namespace), floods its own socket, three kinds at once.
+	std::string flood = build_path("tests/service-flood");
+	std::vector<pid_t> floods;
+	for (const char *kind : { "silent", "garbage", "offers" }) {
+		pid_t p = fork();
+		if (p == 0) {
+			int null = open("/dev/null", O_WRONLY);
+			dup2(null, 1);
+			execl(flood.c_str(), flood.c_str(), "flood", (a + "/service.sock").c_str(), kind, "0", "2", "3",
+			      theirs.c_str(), std::to_string(span_off).c_str(), std::to_string(span_len).c_str(),
+			      std::to_string(span_len).c_str(), (char *)nullptr);
+			_exit(127);
+		}
+		floods.push_back(p);
+	}
+	usleep(500000);
+	// Root on the host and root in container b meanwhile: every offer connected, sent and taken.
+	run_result host = probe_on(sock, mine), calm = probe_on(b + "/service.sock", other);
+	for (pid_t p : floods)
+		waitpid(p, nullptr, 0);
+	INFO(host.out << host.err << calm.out << calm.err);
+	INFO(svc.text());
+	CHECK(host.status == 0);
+	CHECK(host.out.find(all_taken(20)) != std::string::npos);
+	CHECK(calm.status == 0);
+	CHECK(calm.out.find(all_taken(20)) != std::string::npos);
+	// The flood was the container's, not root's: its socket was left unread for a while.
+	CHECK(svc.text().find("container own-flood-a opened more than") != std::string::npos);
+	CHECK(svc.text().find("its own socket not read") != std::string::npos);
+	CHECK(svc.text().find("uid 0 opened more than") == std::string::npos);
+	// b's connections were b's, whatever their uid, and so was its file: filled, owned by it.
+	for (int i = 0; i < 400 && svc.text().find(other + ": f-") == std::string::npos; i++)
+		usleep(50000);
+	CHECK(svc.text().find("\"client\":\"container own-calm-b\",\"kind\":\"container\",\"uid\":0,"
+			      "\"id\":\"own-calm-b\",\"connections\":20,") != std::string::npos);
+	INFO(svc.text());
+	CHECK(svc.text().find(other + ": f-") != std::string::npos);
+	// A directory removed (the container's poststop): its listener is closed, and with both gone every
+	// descriptor the containers' sockets took (listeners, connections, their files) is closed again.
+	REQUIRE(unlink((a + "/service.sock").c_str()) == 0);
+	REQUIRE(rmdir(a.c_str()) == 0);
+	CHECK(svc.wait_for_below("container_sockets", 2, 10));
+	CHECK(svc.num("container_sockets") == 1);
+	CHECK(is_socket(b + "/service.sock"));
+	REQUIRE(unlink((b + "/service.sock").c_str()) == 0);
+	REQUIRE(rmdir(b.c_str()) == 0);
+	CHECK(svc.wait_for_below("container_sockets", 1, 10));
+	for (int i = 0; i < 200 && (svc.num("held") != 0 || svc.num("pending") != 0); i++)
+		usleep(50000);
+	size_t fds_after = open_fds_settled(svc.pid, fds_before);
+	INFO("before:\n" << fds_were << "after:\n" << fd_list(svc.pid));
+	CHECK(fds_after == fds_before);
+	// A container whose service stops keeps its directory; the next service listens there again.
+	std::string c = own_socket_dir("own-later-c");
+	REQUIRE(wait_socket(c + "/service.sock"));
+	kill(svc.pid, SIGTERM);
+	waitpid(svc.pid, nullptr, 0);
+	svc.pid = -1;
+	CHECK_FALSE(is_socket(c + "/service.sock"));
+	service again({ "--no-warm" });
+	REQUIRE(again.alive());
+	REQUIRE(wait_socket(c + "/service.sock"));
+	CHECK(again.num("container_sockets") == 1);
+	run_result one = probe_on(c + "/service.sock", other, 1);
+	INFO(one.out << one.err);
+	CHECK(one.out.find(all_taken(1)) != std::string::npos);
+	REQUIRE(unlink((c + "/service.sock").c_str()) == 0);
+	REQUIRE(rmdir(c.c_str()) == 0);
+	CHECK(again.wait_for_below("container_sockets", 1, 10));
 }
 
 TEST_CASE("pure parts: the budgets, the socket's ACL, the share rule, overlay mounts, records", "[service-containers]")

@@ -9,7 +9,11 @@
  *	/run/hugetext/                         a tmpfs of ours
  *	/run/hugetext/libhugetext-preload.so   the host's preload (a bind; by default its pinned build)
  *	/run/hugetext/ld.so.preload            the image's entries, then ours
- *	/run/hugetext/service.sock             the host's text service (a bind)
+ *	/run/hugetext/service.sock             the text service: a link to sock/service.sock
+ *	/run/hugetext/sock/                    the container's own socket's directory (a bind of
+ *	                                       <socket's dir>/sockets/<id>/, serve-socks.c), or,
+ *	                                       with a service that makes none, service.sock is
+ *	                                       the host's socket (a bind)
  *	/run/hugetext/text/                    a tmpfs of ours, and in it
  *	/run/hugetext/text/shared/             the container's view of the cache (a bind)
  *	/etc/ld.so.preload                     /run/hugetext/ld.so.preload (a bind)
@@ -38,7 +42,9 @@
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
+#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 #include <dirent.h>
@@ -46,6 +52,7 @@
 #include "conf.h"
 #include "hugetext.h"
 #include "run.h"
+#include "serve.h"
 #include "service.h"
 
 #define TMPFS_MAGIC_ 0x01021994
@@ -67,7 +74,9 @@ static const char usage_text[] =
 	"  --preload PATH  the host's preload (default: " HTE_OCI_PRELOAD_PINNED ",\n"
 	"                  on a 2 MiB boundary, else " HTE_OCI_PRELOAD_NAME "; next to\n"
 	"                  the command, then the libdir)\n"
-	"  --socket PATH   the text service's socket (default " HT_SERVICE_SOCKET ")\n"
+	"  --socket PATH   the text service's socket (default " HT_SERVICE_SOCKET ");\n"
+	"                  each container gets its own in its directory's sockets/\n"
+	"                  when the service made that\n"
 	"  --cache DIR     the shared text cache (default " HT_TEXT_CACHE_DIR ")\n"
 	"  --records DIR   the records (default " HTE_OCI_RECORDS ")\n"
 	"  --log FILE      the log (default " HTE_OCI_LOG "; \"\": standard error only)\n"
@@ -90,7 +99,9 @@ struct inject {
 	int croot;          /* its process's root directory (/proc/PID/root) */
 	int pre_fd;         /* the host's preload, read */
 	int pre_tree;       /* its clone, detached */
-	int sock_tree;      /* the socket's clone, or -1 */
+	int sock_tree;      /* the socket's clone (or its directory's: own_sock), or -1 */
+	int sock_dir;       /* <sockets>/<id>, made for the container, or -1 */
+	int own_sock;       /* sock_tree is the container's own socket's directory */
 	int view_tree;      /* the view's clone, or -1 */
 	int cfd;            /* <cache>/shared/c, or -1 */
 	char *host_mounts;  /* the host's mountinfo */
@@ -471,13 +482,45 @@ static int open_views(const char *cache, int make, const char **why)
 	return cfd;
 }
 
+/* The directory of the containers' sockets: <the service's socket's directory>/sockets. */
+static int sockets_dir(struct hook *h)
+{
+	char path[PATH_MAX];
+	const char *slash = strrchr(h->o.socket, '/');
+	struct stat st;
+	int fd;
+
+	if (!slash || slash == h->o.socket ||
+	    snprintf(path, sizeof(path), "%.*s/" HTE_CONTAINER_SOCKETS_NAME, (int)(slash - h->o.socket),
+		     h->o.socket) >= (int)sizeof(path))
+		return -1;
+	fd = open(path, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd >= 0 && (fstat(fd, &st) < 0 || st.st_uid != 0 || (st.st_mode & (S_IWGRP | S_IWOTH)))) {
+		close(fd);
+		fd = -1;
+	}
+	return fd;
+}
+
+/* Removes <sockets>/<id>: the socket the service made in it, then it.  Returns 1 when it was there. */
+static int remove_own_socket(int sd, const char *id)
+{
+	int d = openat(sd, id, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+
+	if (d >= 0) {
+		unlinkat(d, HTE_CONTAINER_SOCKET_NAME, 0);
+		close(d);
+	}
+	return unlinkat(sd, id, AT_REMOVEDIR) == 0;
+}
+
 /* --- poststop --- */
 
 static int do_remove(struct hook *h)
 {
 	char name[HTE_OCI_ID_MAX + 8];
 	const char *why;
-	int cfd;
+	int cfd, sd, sock = 0;
 
 	snprintf(name, sizeof(name), "%s.json", h->st.id);
 	h->recdir = open(h->o.records, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
@@ -492,8 +535,13 @@ static int do_remove(struct hook *h)
 		remove_view(cfd, h->st.id);
 		close(cfd);
 	}
+	sd = sockets_dir(h);
+	if (sd >= 0) {
+		sock = remove_own_socket(sd, h->st.id);
+		close(sd);
+	}
 	h->logfd = open_log(h->o.log);
-	say(h, "stopped: record and cache view removed");
+	say(h, "stopped: record%s cache view removed", sock ? ", socket and" : " and");
 	return HTE_EXIT_OK;
 }
 
@@ -651,6 +699,72 @@ static int host_preload(struct hook *h, struct inject *in, char *why, size_t cap
 		return -1;
 	}
 	return 0;
+}
+
+/*
+ * A socket of its own (serve-socks.c): when the service made <sockets>/,
+ * the container's directory there, made and cloned; the service listens
+ * in it once it sees it.  Else nothing (host_socket() then).
+ */
+static void own_socket(struct hook *h, struct inject *in)
+{
+	struct stat st;
+	int sd, d;
+
+	/* No service socket: nothing (as without a service). */
+	if (lstat(h->o.socket, &st) < 0 || !S_ISSOCK(st.st_mode) || st.st_uid != 0)
+		return;
+	sd = sockets_dir(h);
+	if (sd < 0)
+		return;
+	/* One left by a hook that died: made again. */
+	remove_own_socket(sd, h->st.id);
+	if (mkdirat(sd, h->st.id, 0755) < 0 || fchmodat(sd, h->st.id, 0755, 0) < 0) {
+		close(sd);
+		return;
+	}
+	d = openat(sd, h->st.id, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (d >= 0 && fstat(d, &st) == 0 && st.st_uid == 0)
+		in->sock_tree = clone_ro(d, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC);
+	if (d >= 0)
+		close(d);
+	if (in->sock_tree < 0) {
+		in->sock_tree = -1;
+		remove_own_socket(sd, h->st.id);
+		close(sd);
+		return;
+	}
+	in->sock_dir = sd;
+	in->own_sock = 1;
+}
+
+/*
+ * Whether the service listens in the container's directory: the host's
+ * socket is connected to once (and closed unsaid), which starts a
+ * socket-activated service, then the hook waits 300 ms at most.  A service
+ * that starts later listens there then.
+ */
+static int own_socket_ready(struct hook *h, struct inject *in)
+{
+	struct sockaddr_un a = { .sun_family = AF_UNIX };
+	struct stat st;
+	int d = openat(in->sock_dir, h->st.id, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC), ok = 0, up = 0;
+	int c = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+
+	if (c >= 0 && strlen(h->o.socket) < sizeof(a.sun_path)) {
+		memcpy(a.sun_path, h->o.socket, strlen(h->o.socket) + 1);
+		up = connect(c, (struct sockaddr *)&a, sizeof(a)) == 0 || errno == EAGAIN || errno == EINPROGRESS;
+	}
+	if (c >= 0)
+		close(c);
+	for (int i = 0; d >= 0 && up && i < 60 && !ok; i++) {
+		ok = fstatat(d, HTE_CONTAINER_SOCKET_NAME, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISSOCK(st.st_mode);
+		if (!ok)
+			usleep(5000);
+	}
+	if (d >= 0)
+		close(d);
+	return ok;
 }
 
 /* The service's socket, when there is one (root's socket): cloned. */
@@ -1122,7 +1236,9 @@ static int mount_all(struct inject *in, char *why, size_t cap)
 	}
 	if (our_file(a, "ld.so.preload", in->list, (size_t)in->list_len) < 0 ||
 	    our_file(a, HTE_OCI_PRELOAD_NAME, "", 0) < 0 ||
-	    (in->sock_tree >= 0 && our_file(a, "service.sock", "", 0) < 0) ||
+	    (in->sock_tree >= 0 && !in->own_sock && our_file(a, "service.sock", "", 0) < 0) ||
+	    (in->own_sock && (mkdirat(a, "sock", 0755) < 0 || fchmodat(a, "sock", 0755, 0) < 0 ||
+			      symlinkat("sock/" HTE_CONTAINER_SOCKET_NAME, a, "service.sock") < 0)) ||
 	    (in->view_tree >= 0 && (mkdirat(a, "text", 0755) < 0 || fchmodat(a, "text", 0755, 0) < 0))) {
 		whyf(why, cap, "cannot fill our tmpfs: %s", strerror(errno));
 		close(a);
@@ -1137,7 +1253,7 @@ static int mount_all(struct inject *in, char *why, size_t cap)
 		whyf(why, cap, "cannot bind the preload: %s", strerror(errno));
 		goto undo;
 	}
-	if (in->sock_tree >= 0 && attach_at(in->sock_tree, a, "service.sock", 0) < 0) {
+	if (in->sock_tree >= 0 && attach_at(in->sock_tree, a, in->own_sock ? "sock" : "service.sock", in->own_sock) < 0) {
 		whyf(why, cap, "cannot bind the service's socket: %s", strerror(errno));
 		goto undo;
 	}
@@ -1215,7 +1331,7 @@ static int container_side(struct hook *h, struct inject *in, char *why, size_t c
 static void inject_free(struct inject *in)
 {
 	int *fds[] = { &in->proc, &in->pidfd, &in->mntns, &in->pre_fd, &in->pre_tree, &in->sock_tree,
-		       &in->view_tree, &in->cfd, &in->root, &in->etc, &in->run, &in->run_ht, &in->etc_pre };
+		       &in->sock_dir, &in->view_tree, &in->cfd, &in->root, &in->etc, &in->run, &in->run_ht, &in->etc_pre };
 
 	for (size_t i = 0; i < sizeof(fds) / sizeof(fds[0]); i++)
 		close_fd(fds[i]);
@@ -1224,14 +1340,18 @@ static void inject_free(struct inject *in)
 }
 
 /* What the container got, in words, for the log and the record. */
-static void injected_reason(struct hook *h, struct inject *in, const char *noview)
+static void injected_reason(struct hook *h, struct inject *in, const char *noview, int ready)
 {
 	struct hte_oci_record *r = h->rec;
+	const char *sock = !in->own_sock ? (in->sock_tree >= 0 ? "the service's socket"
+							       : "no service socket (none was listening)")
+			   : ready ? "a socket of its own to the service"
+				   : "a socket of its own to the service (not listening yet)";
 
 	snprintf(r->reason, sizeof(r->reason),
 		 "injected (glibc %s): the preload, /etc/ld.so.preload (%u entr%s of the image kept), %s, %s%s",
 		 r->has_glibc ? r->glibc : "?", r->kept, r->kept == 1 ? "y" : "ies",
-		 in->sock_tree >= 0 ? "the service's socket" : "no service socket (none was listening)",
+		 sock,
 		 in->view_tree >= 0 ? "the cache view" : "no cache view: ", in->view_tree >= 0 ? "" : noview);
 	if (in->view_tree >= 0 && in->linked) {
 		size_t n = strlen(r->reason);
@@ -1244,7 +1364,7 @@ static void injected_reason(struct hook *h, struct inject *in, const char *novie
 static int do_inject(struct hook *h)
 {
 	struct inject in = { .proc = -1, .pidfd = -1, .mntns = -1, .croot = -1, .pre_fd = -1, .pre_tree = -1,
-			     .sock_tree = -1, .view_tree = -1, .cfd = -1, .root = -1, .etc = -1, .run = -1,
+			     .sock_tree = -1, .sock_dir = -1, .view_tree = -1, .cfd = -1, .root = -1, .etc = -1, .run = -1,
 			     .run_ht = -1, .etc_pre = -1 };
 	char why[1024] = "";
 	const char *noview = "";
@@ -1270,7 +1390,9 @@ static int do_inject(struct hook *h)
 		whyf(why, sizeof(why), "cannot read the host's mount table");
 	} else {
 		snprintf(h->rec->preload, sizeof(h->rec->preload), "%s", h->o.preload);
-		host_socket(h, &in);
+		own_socket(h, &in);
+		if (in.sock_tree < 0)
+			host_socket(h, &in);
 		host_view(h, &in, &noview);
 		ok = container_side(h, &in, why, sizeof(why)) == 0;
 	}
@@ -1282,9 +1404,11 @@ static int do_inject(struct hook *h)
 		h->rec->has_view = 0;
 		h->rec->view[0] = '\0';
 		h->rec->preload[0] = '\0';
+		if (in.own_sock)
+			remove_own_socket(in.sock_dir, h->st.id);
 		snprintf(h->rec->reason, sizeof(h->rec->reason), "not injected: %s", why);
 	} else {
-		injected_reason(h, &in, noview);
+		injected_reason(h, &in, noview, in.own_sock && own_socket_ready(h, &in));
 	}
 	h->rec->injected = ok;
 	inject_free(&in);

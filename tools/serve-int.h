@@ -5,6 +5,7 @@
  *
  *   serve.c        the command, the worker (what is done with an offer), the state file
  *   serve-net.c    the socket: accepting, reading, held connections, the per-uid gate
+ *   serve-socks.c  a socket of its own for each container the hook injected
  *   serve-fill.c   the shared cache: its directories, fills, shares, eviction, views
  *   serve-real.c   the real file behind an overlay file; the hook's container records
  *   serve-pure.c   pure parts (serve.h)
@@ -53,6 +54,9 @@
 #define RECORDS_MAX 512    /* container records read */
 #define VIEW_SWEEP_S 30    /* between two looks for views of stopped containers */
 #define VIEW_GRACE_S 60    /* a view with no record is a container being made, for this long */
+#define CSOCK_MAX 512      /* containers with a socket of their own at once */
+#define CSOCK_TAG 0x40000000u         /* epoll tags: CSOCK_TAG + i, container socket i... */
+#define CSOCK_NOTIFY (UINT32_MAX - 1) /* ...and the watch on their directory */
 
 /* What one offered file is known as, so a repeat costs a lookup. */
 struct key {
@@ -143,6 +147,7 @@ struct serve_state {
 	unsigned long offers, warms, tries, jobs; /* tries: attempt() calls, the waits' clock */
 	unsigned long conns, dropped, held_total, bans_total;
 	unsigned held;
+	unsigned csocks;             /* containers with a socket of their own */
 	const char *gate;            /* how a flooding uid is shut out: "acl", or why not */
 	uint64_t cache_used, cache_share;
 	unsigned long settled;       /* offers settled (for --once) */
@@ -177,6 +182,22 @@ void accept_loop(int lfd);
 void gate_clear(void);
 /* Whether the sender may have root read through @fd, on its mount (docs/service.md).  NULL, or why not. */
 const char *reader_refusal(int fd);
+
+/* serve-socks.c (the acceptor's) */
+/* Makes <sockets>/ and watches it in @ep; listens for the containers there.  0, or -1 (said): none. */
+int csock_open(int ep);
+/* The watch said something: new directories get a listener, gone ones lose theirs. */
+void csock_notified(double now);
+/* The listener of epoll tag @tag and its container's id (HTE_ID_MAX + 1 bytes); -1 for none. */
+int csock_fd(uint32_t tag, char *id);
+/* Stops reading the listener of @tag until @until (its container is over its rate). */
+void csock_pause(uint32_t tag, double until);
+/* Whether the listener of @tag is paused. */
+int csock_paused(uint32_t tag);
+/* Resumes paused listeners, closes those of stopped containers.  Returns the ms until its next timer, -1: none. */
+int csock_tick(double now);
+/* Closes every container's listener and removes its socket file (the directories stay for the next service). */
+void csock_close(void);
 
 /* serve-fill.c */
 int open_shared_dir(int *mfd_out);
@@ -219,5 +240,7 @@ int container_of_netns(unsigned long long netns, char *id, int *has_view);
 int container_live(const char *id);
 /* 1: @id's record is there and its init runs; 0: the record is there, its init is gone; -1: no record. */
 int container_state(const char *id);
+/* Whether @id's live record says the hook made its view of the cache. */
+int container_has_view(const char *id);
 
 #endif

@@ -18,7 +18,10 @@
  *     before the service sees it, for 1 s, doubling at each repeat up to
  *     BAN_MAX_S.  Its processes then do what they do without a service.
  *     Root (and a container's root that is the host's root) passes any
- *     ACL: its connections past the rate are closed unread instead.
+ *     ACL: its connections past the rate are closed unread instead;
+ *   - a container the hook injected connects on a socket of its own
+ *     (serve-socks.c): its connections are the container's, whatever
+ *     their uid, and past its rate its socket is not read for a while.
  */
 #include "tool.h"
 
@@ -172,7 +175,10 @@ static void ban(struct client *c, double now)
 	srv.bans_total++;
 	log_add(&srv.refused, "%s opened more than %.0f connections at once or %.0f a second: %s for %u s",
 		c->name, CONN_BURST, CONN_RATE,
-		c->uid == 0 ? "its connections closed unread" : "shut out of the socket", s);
+		c->kind == CLIENT_CONTAINER ? "its own socket not read"
+		: c->uid == 0		    ? "its connections closed unread"
+					    : "shut out of the socket",
+		s);
 	gate_update(now);
 }
 
@@ -298,7 +304,7 @@ static void offer_cheap(int fd, const struct ht_offer *m, const struct ucred *wh
 			     .wait_s = RETRY_S, .until = time(NULL) + KEEP_TRYING_S, .client = uc };
 	const char *why;
 	char id[HTE_ID_MAX + 1];
-	int has_view = 0, seen;
+	int has_view = 0, seen, own;
 
 	if (fstat(fd, &p.st) < 0)
 		why = "cannot stat the descriptor";
@@ -322,7 +328,15 @@ static void offer_cheap(int fd, const struct ht_offer *m, const struct ucred *wh
 		return;
 	}
 	p.mntns = mntns_of(who->pid);
-	if ((p.mntns && container_of_mntns(p.mntns, id, &has_view)) ||
+	/* On its own socket, a container is who the socket says; on the host's, it is looked up. */
+	pthread_mutex_lock(&srv.mu);
+	own = srv.clients[uc].kind == CLIENT_CONTAINER;
+	if (own)
+		snprintf(id, sizeof(id), "%s", srv.clients[uc].id);
+	pthread_mutex_unlock(&srv.mu);
+	if (own)
+		has_view = container_has_view(id);
+	if (own || (p.mntns && container_of_mntns(p.mntns, id, &has_view)) ||
 	    (!p.mntns && container_of_netns(netns_of(c), id, &has_view))) {
 		if (has_view)
 			snprintf(p.view_id, sizeof(p.view_id), "%s", id);
@@ -439,8 +453,12 @@ static int hold(int c, const struct ucred *who, int uc, double until)
 	return slot >= 0 ? 0 : -1;
 }
 
-/* A new connection: its uid's gate and rate, then its message (now, or held). */
-static void take(int c, double now)
+/*
+ * A new connection: its client's gate and rate, then its message (now, or
+ * held).  Its client: the container @cid when it came on that container's
+ * own socket (epoll tag @tag), else its uid.
+ */
+static void take(int c, double now, const char *cid, uint32_t tag)
 {
 	struct ucred who;
 	socklen_t wl = sizeof(who);
@@ -452,7 +470,7 @@ static void take(int c, double now)
 	}
 	pthread_mutex_lock(&srv.mu);
 	srv.conns++;
-	uc = client_of_uid(who.uid);
+	uc = cid ? client_of_container(cid, 0, who.uid) : client_of_uid(who.uid);
 	open_ = uc >= 0;
 	if (open_) {
 		struct client *cl = &srv.clients[uc];
@@ -464,6 +482,8 @@ static void take(int c, double now)
 			open_ = 0;
 		} else if (!hte_bucket_take(&cl->conn, now, CONN_RATE, CONN_BURST, 1)) {
 			ban(cl, now);
+			if (cid)
+				csock_pause(tag, cl->banned_until);
 			open_ = 0;
 		}
 		if (!open_)
@@ -514,7 +534,27 @@ int accept_open(int lfd)
 		N.ep = -1;
 		return -1;
 	}
+	/* Without it (said), containers connect on the host's socket, as the hook then binds it. */
+	csock_open(N.ep);
 	return 0;
+}
+
+/* Takes what @lfd's queue holds, up to ACCEPT_BATCH: the host's socket (@cid NULL) or container @cid's. */
+static void take_all(int lfd, double now, const char *cid, uint32_t tag)
+{
+	for (int k = 0; k < ACCEPT_BATCH; k++) {
+		int c = accept4(lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+
+		/* Out of descriptors (the caps keep it far): a pause, not a busy loop. */
+		if (c < 0 && (errno == EMFILE || errno == ENFILE))
+			usleep(1000);
+		if (c < 0)
+			break;
+		take(c, now, cid, tag);
+		/* Paused: the rest of its queue waits there. */
+		if (cid && csock_paused(tag))
+			break;
+	}
 }
 
 void accept_loop(int lfd)
@@ -534,6 +574,11 @@ void accept_loop(int lfd)
 			wait = wait < 0 || ms < wait ? ms : wait;
 		}
 		pthread_mutex_unlock(&srv.mu);
+		{
+			int ms = csock_tick(now);
+
+			wait = ms >= 0 && (wait < 0 || ms < wait) ? ms : wait;
+		}
 		if (srv.once && srv.settled)
 			break;
 		n = epoll_wait(N.ep, evs, 64, wait < 0 || wait > 500 ? 500 : wait);
@@ -542,16 +587,15 @@ void accept_loop(int lfd)
 			uint32_t slot = evs[i].data.u32;
 
 			if (slot == UINT32_MAX) {
-				for (int k = 0; k < ACCEPT_BATCH; k++) {
-					int c = accept4(lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+				take_all(lfd, now, NULL, 0);
+			} else if (slot == CSOCK_NOTIFY) {
+				csock_notified(now);
+			} else if (slot >= CSOCK_TAG) {
+				char id[HTE_ID_MAX + 1];
+				int cfd = csock_fd(slot, id);
 
-					/* Out of descriptors (the caps keep it far): a pause, not a busy loop. */
-					if (c < 0 && (errno == EMFILE || errno == ENFILE))
-						usleep(1000);
-					if (c < 0)
-						break;
-					take(c, now);
-				}
+				if (cfd >= 0)
+					take_all(cfd, now, id, slot);
 			} else if (slot < HELD_MAX && N.h[slot].fd >= 0) {
 				struct held h = N.h[slot];
 				struct ucred who = { .pid = h.pid, .uid = h.uid };
@@ -570,5 +614,6 @@ void accept_loop(int lfd)
 			unhold(i);
 			close(fd);
 		}
+	csock_close();
 	close(N.ep);
 }

@@ -395,3 +395,19 @@ int container_live(const char *id)
 {
 	return container_state(id) == 1;
 }
+
+int container_has_view(const char *id)
+{
+	double now = mono_now();
+	int v = 0;
+
+	pthread_mutex_lock(&R.mu);
+	load_records();
+	for (unsigned i = 0; i < R.n; i++)
+		if (!strcmp(R.r[i].r.id, id) && rec_live(&R.r[i], now)) {
+			v = R.r[i].r.has_view;
+			break;
+		}
+	pthread_mutex_unlock(&R.mu);
+	return v;
+}

@@ -733,10 +733,10 @@ static void write_state(void)
 	fprintf(f,
 		",\"cache_dir\":\"%s/%s\",\"cache_size\":%llu,\"cache_used\":%llu,\"cache_share\":%llu,"
 		"\"offers\":%lu,\"pending\":%u,\"warms\":%lu,\"tries\":%lu,\"connections\":%lu,\"dropped\":%lu,"
-		"\"held\":%u,\"held_total\":%lu,\"shut_outs\":%lu,\"gate\":",
+		"\"held\":%u,\"held_total\":%lu,\"shut_outs\":%lu,\"container_sockets\":%u,\"gate\":",
 		HT_TEXT_CACHE_DIR, HT_SERVICE_SHARED, (unsigned long long)srv.cache_size,
 		(unsigned long long)srv.cache_used, (unsigned long long)srv.cache_share, srv.offers, srv.npend,
-		srv.warms, srv.tries, srv.conns, srv.dropped, srv.held, srv.held_total, srv.bans_total);
+		srv.warms, srv.tries, srv.conns, srv.dropped, srv.held, srv.held_total, srv.bans_total, srv.csocks);
 	hte_json_str(f, srv.gate ? srv.gate : "");
 	state_list(f, "warmed", &srv.warmed);
 	state_list(f, "filled", &srv.filled);

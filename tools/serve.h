@@ -99,6 +99,12 @@ long hte_share_pick(const struct hte_cache_entry *e, size_t n, int nowners, int 
 #define HTE_OVL_LOWERS_MAX 500    /* overlayfs's own limit of lower layers */
 /* Where the OCI hook keeps its container records (docs/containers.md). */
 #define HTE_CONTAINER_RECORDS "/run/hugetext/containers"
+/*
+ * The containers' own sockets: <the service's socket's directory>/sockets/<id>/service.sock
+ * (tools/serve-socks.c is the contract).
+ */
+#define HTE_CONTAINER_SOCKETS_NAME "sockets"
+#define HTE_CONTAINER_SOCKET_NAME "service.sock"
 /* The per-container views of the shared cache: HT_TEXT_CACHE_DIR/shared/c/<id>. */
 #define HTE_VIEWS "c"
 

@@ -109,11 +109,20 @@ int main(int argc, char **argv)
 	if (argc > 1 && strcmp(argv[1], "write") == 0) {
 		show("run-ld.so.preload", "/run/hugetext/ld.so.preload");
 		printf("service-sock: %s\n", kind("/run/hugetext/service.sock"));
+		{
+			struct stat st;
+
+			/* What the link leads to: the container's own socket (its directory bound from the host). */
+			printf("service-sock-target: %s\n", stat("/run/hugetext/service.sock", &st) < 0 ? "absent"
+							     : S_ISSOCK(st.st_mode)			 ? "socket"
+												 : "other");
+		}
 		printf("text-shared: %s\n", kind("/run/hugetext/text/shared"));
 		try_errno("write-etc-ld.so.preload", try_open("/etc/ld.so.preload", O_WRONLY | O_APPEND));
 		try_errno("write-preload", try_open("/run/hugetext/libhugetext-preload.so", O_WRONLY));
 		try_errno("create-run-hugetext", try_open("/run/hugetext/new", O_WRONLY | O_CREAT));
 		try_errno("create-text-shared", try_open("/run/hugetext/text/shared/new", O_WRONLY | O_CREAT));
+		try_errno("create-sock", try_open("/run/hugetext/sock/new", O_WRONLY | O_CREAT));
 		try_errno("umount-run-hugetext", umount2("/run/hugetext", MNT_DETACH));
 		try_errno("remount-rw", mount(NULL, "/run/hugetext", NULL, MS_REMOUNT | MS_BIND, NULL));
 	}

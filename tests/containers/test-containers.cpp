@@ -562,7 +562,8 @@ struct service {
 			execv(build_path("tools/hugetext").c_str(), av.data());
 			_exit(127);
 		}
-		for (int i = 0; i < 100 && !file_exists(sock); i++)
+		// The state file comes once it accepts, on its socket and the containers' (their directory made).
+		for (int i = 0; i < 100 && !file_exists(serve_state); i++)
 			usleep(50000);
 	}
 	~service() { stop(SIGTERM); }
@@ -655,6 +656,12 @@ TEST_CASE("an annotated container gets the preload, its image's own entries kept
 	REQUIRE(stat(rec->view, &st) == 0); // made on the host for the service
 	CHECK(st.st_uid == 0);
 	CHECK((st.st_mode & 07777) == 0755);
+	// Its socket's directory, made on the host for the service, which listens in it.
+	std::string own = run_dir + "/sockets/" + rec->id;
+	REQUIRE(stat(own.c_str(), &st) == 0);
+	CHECK(st.st_uid == 0);
+	CHECK((st.st_mode & 07777) == 0755);
+	CHECK((lstat((own + "/service.sock").c_str(), &st) == 0 && S_ISSOCK(st.st_mode)));
 	CHECK(std::string(rec->upperdir).find("/diff") != std::string::npos);
 	CHECK(std::string(rec->userns) == "host");
 	CHECK(rec->mntns != 0);
@@ -666,22 +673,27 @@ TEST_CASE("an annotated container gets the preload, its image's own entries kept
 	CHECK(line_of(c.out, "run-ld.so.preload") == "file " + list);
 	CHECK(line_of(c.out, "preload-mapped") == "yes");
 	CHECK(line_of(c.out, "keep-mapped") == "yes");
-	CHECK(line_of(c.out, "service-sock") == "socket");
+	// The container's own socket to the service (tools/serve-socks.c), through a link in our tmpfs.
+	CHECK(line_of(c.out, "service-sock") == "symlink");
+	CHECK(line_of(c.out, "service-sock-target") == "socket");
 	CHECK(line_of(c.out, "text-shared") == "directory");
 	// Read-only, and no CAP_SYS_ADMIN to unmount or remount it.
 	CHECK(line_of(c.out, "write-etc-ld.so.preload") == "EROFS");
 	CHECK(line_of(c.out, "write-preload") == "EROFS");
 	CHECK(line_of(c.out, "create-run-hugetext") == "EROFS");
 	CHECK(line_of(c.out, "create-text-shared") == "EROFS");
+	CHECK(line_of(c.out, "create-sock") == "EROFS");
 	CHECK(line_of(c.out, "umount-run-hugetext") == "EPERM");
 	CHECK(line_of(c.out, "remount-rw") == "EPERM");
 	std::string log = log_of(c.id);
 	CHECK(log.find(c.id + " injected (glibc ") != std::string::npos);
-	CHECK(log.find("(1 entry of the image kept), the service's socket, the cache view") != std::string::npos);
-	// poststop took the record and the view.
-	CHECK(log.find(c.id + " stopped: record and cache view removed") != std::string::npos);
+	CHECK(log.find("(1 entry of the image kept), a socket of its own to the service, the cache view") !=
+	      std::string::npos);
+	// poststop took the record, the view and the socket's directory.
+	CHECK(log.find(c.id + " stopped: record, socket and cache view removed") != std::string::npos);
 	CHECK(!file_exists(records + "/" + c.id + ".json"));
 	CHECK(!file_exists(rec->view));
+	CHECK(!file_exists(run_dir + "/sockets/" + c.id));
 	// The image is as it was: the next container without the annotation sees its own file only.
 	ctr plain = run_ctr("annotated", img, { "/probe" }, "");
 	CHECK(line_of(plain.out, "etc-ld.so.preload") == "file [# the image's own|/usr/lib/libkeep.so|]");
@@ -1387,7 +1399,20 @@ TEST_CASE("views: the service fills root's entry from the lower layer, links it 
 		INFO("the second node, host's /proc/" << second[0] << "/smaps:\n" << text);
 		CHECK(shmem >= 20 * 1024);
 		CHECK(priv == 0);
+		// Its offers came on a socket of its own (tools/serve-socks.c): counted as the container's.
+		std::string own = run_dir + "/sockets/" + rec->id + "/service.sock";
+		struct stat sst;
+		CHECK((lstat(own.c_str(), &sst) == 0 && S_ISSOCK(sst.st_mode)));
+		CHECK(log_of(rec->id).find("a socket of its own to the service,") != std::string::npos);
+		CHECK(st.find("\"client\":\"container " + std::string(rec->id) + "\",\"kind\":\"container\"") !=
+		      std::string::npos);
 		CHECK(w.finish().status == 0);
+		// Its poststop took the socket's directory away, and the service its listener.
+		CHECK_FALSE(file_exists(run_dir + "/sockets/" + rec->id));
+		std::string now_st;
+		for (int i = 0; i < 50 && (now_st = read_file(serve_state)).find("\"container_sockets\":0,") == std::string::npos; i++)
+			usleep(100000);
+		CHECK(now_st.find("\"container_sockets\":0,") != std::string::npos);
 	}
 	umount2(cache.c_str(), MNT_DETACH);
 }
