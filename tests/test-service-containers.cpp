@@ -1265,6 +1265,47 @@ TEST_CASE("pure parts: the budgets, the socket's ACL, the share rule, overlay mo
 	std::string bad = "30 22 0:55 / /m rw - overlay overlay rw,upperdir=/u\n"; // no lower layer
 	CHECK(hte_mountinfo_overlay(bad.data(), bad.size(), makedev(0, 55), "/m/x", ovl.get()) == -1);
 
+	// Relative layers (containers/storage's form for many layers): shown as given, rebased on the
+	// directory they were given from, the nearest of the mount point's ancestors that holds them all.
+	std::string rel = "30 22 0:55 / /s/ovl/id1/merged rw - overlay overlay "
+			  "rw,lowerdir=l/AAA:/abs/B:l/CCC,upperdir=id1/diff,workdir=id1/work\n";
+	REQUIRE(hte_mountinfo_overlay(rel.data(), rel.size(), makedev(0, 55), "/s/ovl/id1/merged/x", ovl.get()) == 1);
+	CHECK(hte_ovl_relative(ovl.get()) == 1);
+	auto copy = std::make_unique<hte_ovl_mount>(*ovl);
+	REQUIRE(hte_ovl_rebase(copy.get(), "/s/ovl") == 0);
+	CHECK(hte_ovl_relative(copy.get()) == 0);
+	CHECK(std::string(copy->upper) == "/s/ovl/id1/diff");
+	CHECK(std::string(copy->lowers) == "/s/ovl/l/AAA");
+	CHECK(std::string(copy->lowers + 13) == "/abs/B");
+	CHECK(std::string(copy->lowers + 20) == "/s/ovl/l/CCC");
+	*copy = *ovl;
+	REQUIRE(hte_ovl_rebase(copy.get(), "/") == 0);
+	CHECK(std::string(copy->lowers) == "/l/AAA");
+	*copy = *ovl;
+	CHECK(hte_ovl_rebase(copy.get(), "relative") == -1);
+	CHECK(hte_ovl_rebase(copy.get(), ("/" + std::string(sizeof(copy->upper), 'x')).c_str()) == -1);
+	CHECK(std::string(copy->lowers) == "l/AAA"); // unchanged by a refusal
+	{
+		// The same layout on disk: found two levels up; with a layer missing, nowhere.
+		std::string t = temp_path("ovl-rel", build_path("tests"));
+		for (const char *d : { "", "/ovl", "/ovl/l", "/ovl/l/A", "/ovl/l/real-c", "/ovl/id1", "/ovl/id1/diff",
+				       "/ovl/id1/merged" })
+			REQUIRE(mkdir((t + d).c_str(), 0755) == 0);
+		REQUIRE(symlink("real-c", (t + "/ovl/l/C").c_str()) == 0); // containers/storage's short names are links
+		std::string line = "30 22 0:55 / " + t + "/ovl/id1/merged rw - overlay overlay "
+				   "rw,lowerdir=l/A:l/C,upperdir=id1/diff,workdir=id1/work\n";
+		REQUIRE(hte_mountinfo_overlay(line.data(), line.size(), makedev(0, 55), nullptr, ovl.get()) == 1);
+		REQUIRE(hte_ovl_find_base(ovl.get()) == 0);
+		CHECK(std::string(ovl->lowers) == t + "/ovl/l/A");
+		CHECK(std::string(ovl->upper) == t + "/ovl/id1/diff");
+		CHECK(hte_ovl_find_base(ovl.get()) == 0); // nothing relative now: as it is
+		std::string gone = line;
+		gone.replace(gone.find("l/C"), 3, "l/D");
+		REQUIRE(hte_mountinfo_overlay(gone.data(), gone.size(), makedev(0, 55), nullptr, ovl.get()) == 1);
+		CHECK(hte_ovl_find_base(ovl.get()) == -1);
+		rm_rf(t);
+	}
+
 	// The root of the mount on "/": a chroot's directory (escaped), the last mount there.
 	char root[64];
 	std::string host = "1 0 254:0 / / rw - ext4 /dev/vda rw\n2 1 0:5 / /proc rw - proc proc rw\n";

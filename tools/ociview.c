@@ -159,6 +159,10 @@ int hte_oci_prelink(int sfd, int vfd, const char *rootfs, const char *mounts, si
 		*why = "its rootfs's overlay is not in the host's mount table";
 		goto out;
 	}
+	if (hte_ovl_find_base(o) < 0) {
+		*why = "its rootfs's overlay names its layers by relative paths from no directory the host has";
+		goto out;
+	}
 	dfd = dup(sfd);
 	d = dfd >= 0 ? fdopendir(dfd) : NULL;
 	if (!d) {

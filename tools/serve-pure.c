@@ -452,6 +452,59 @@ int hte_mountinfo_overlay(const char *buf, size_t len, dev_t dev, const char *pa
 	return found;
 }
 
+int hte_ovl_relative(const struct hte_ovl_mount *o)
+{
+	const char *lower = o->lowers;
+
+	if (o->upper[0] && o->upper[0] != '/')
+		return 1;
+	for (unsigned i = 0; i < o->nlower; i++, lower += strlen(lower) + 1)
+		if (lower[0] != '/')
+			return 1;
+	return 0;
+}
+
+int hte_ovl_rebase(struct hte_ovl_mount *o, const char *base)
+{
+	char upper[sizeof(o->upper)], *lowers;
+	const char *lower = o->lowers;
+	size_t used = 0, b = strlen(base);
+
+	if (base[0] != '/')
+		return -1;
+	/* "/" as the base: one slash, not two. */
+	if (b == 1)
+		b = 0;
+	if (o->upper[0] && o->upper[0] != '/') {
+		if (b + 1 + strlen(o->upper) >= sizeof(upper))
+			return -1;
+		snprintf(upper, sizeof(upper), "%.*s/%s", (int)b, base, o->upper);
+	} else {
+		memcpy(upper, o->upper, strlen(o->upper) + 1);
+	}
+	lowers = malloc(sizeof(o->lowers));
+	if (!lowers)
+		return -1;
+	for (unsigned i = 0; i < o->nlower; i++, lower += strlen(lower) + 1) {
+		size_t n = strlen(lower), extra = lower[0] == '/' ? 0 : b + 1;
+
+		if (used + extra + n + 1 > sizeof(o->lowers)) {
+			free(lowers);
+			return -1;
+		}
+		if (extra) {
+			memcpy(lowers + used, base, b);
+			lowers[used + b] = '/';
+		}
+		memcpy(lowers + used + extra, lower, n + 1);
+		used += extra + n + 1;
+	}
+	memcpy(o->lowers, lowers, used);
+	memcpy(o->upper, upper, strlen(upper) + 1);
+	free(lowers);
+	return 0;
+}
+
 int hte_mountinfo_root(const char *buf, size_t len, char *out, size_t cap)
 {
 	const char *p = buf, *end = buf + len;

@@ -67,6 +67,45 @@ static int in_layer(const char *dir, const char *rel)
 	return fd;
 }
 
+/* Whether each of @o's relative layers is a directory under @base. */
+static int layers_under(const struct hte_ovl_mount *o, const char *base)
+{
+	int d = open(base, O_PATH | O_DIRECTORY | O_CLOEXEC), all = d >= 0;
+	const char *lower = o->lowers;
+	struct stat st;
+
+	/* The layers as overlayfs took them: a link among them (containers/storage's l/ names) is followed. */
+	if (all && o->upper[0] && o->upper[0] != '/')
+		all = fstatat(d, o->upper, &st, 0) == 0 && S_ISDIR(st.st_mode);
+	for (unsigned i = 0; all && i < o->nlower; i++, lower += strlen(lower) + 1)
+		if (lower[0] != '/')
+			all = fstatat(d, lower, &st, 0) == 0 && S_ISDIR(st.st_mode);
+	if (d >= 0)
+		close(d);
+	return all;
+}
+
+int hte_ovl_find_base(struct hte_ovl_mount *o)
+{
+	char base[sizeof(o->point)];
+	char *slash;
+
+	if (!hte_ovl_relative(o))
+		return 0;
+	snprintf(base, sizeof(base), "%s", o->point);
+	/* The mount point's parent first (the mount hides what is under the point itself). */
+	while ((slash = strrchr(base, '/')) != NULL) {
+		if (slash == base) {
+			base[1] = '\0';
+			return layers_under(o, base) ? hte_ovl_rebase(o, base) : -1;
+		}
+		*slash = '\0';
+		if (layers_under(o, base))
+			return hte_ovl_rebase(o, base);
+	}
+	return -1;
+}
+
 /* Whether @fd is an overlayfs metadata-only copy (its bytes are elsewhere). */
 static int metacopy(int fd)
 {
@@ -168,7 +207,7 @@ const char *find_real_file(struct pending *p)
 	char link[64], path[4096], src[64];
 	struct hte_ovl_mount *o;
 	const char *why = NULL;
-	int seen = 0, r = HTE_OVL_NOT_HERE;
+	int seen = 0, relative = 0, r = HTE_OVL_NOT_HERE;
 	ssize_t n;
 
 	if (fstatfs(p->fd, &fs) < 0)
@@ -211,6 +250,12 @@ const char *find_real_file(struct pending *p)
 		for (int k = 0; k < 2 && r == HTE_OVL_NOT_HERE; k++)
 			if (info[k] && hte_mountinfo_overlay(info[k], info_len[k], p->st.st_dev, paths[i], o) == 1) {
 				seen = 1;
+				/* In the sender's own view the mount point may be "/": the host's view comes next. */
+				if (hte_ovl_find_base(o) < 0) {
+					relative = 1;
+					continue;
+				}
+				relative = 0;
 				r = hte_ovl_lookup(o, o->rel, &p->st, &p->real, p->real_path,
 						   sizeof(p->real_path), &why);
 			}
@@ -219,6 +264,8 @@ const char *find_real_file(struct pending *p)
 	free(o);
 	if (r == HTE_OVL_REFUSED)
 		return why;
+	if (r == HTE_OVL_NOT_HERE && relative)
+		return "the overlay's layers are relative paths from no directory the service sees";
 	if (r == HTE_OVL_NOT_HERE)
 		return seen ? "the overlay file is in none of its lower layers (renamed meanwhile?)"
 			    : "the overlay's mount is visible neither to the service nor in the sender's namespace";

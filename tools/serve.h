@@ -119,6 +119,26 @@ struct hte_ovl_mount {
 };
 
 /*
+ * Layers given to overlayfs as relative paths (containers/storage does so
+ * when the absolute ones pass a page: images of many layers) are shown as
+ * given, relative to the directory the mounting process was in.  Whether
+ * @o has one (upper or lower).
+ */
+int hte_ovl_relative(const struct hte_ovl_mount *o);
+/*
+ * Puts @base (an absolute directory) before each of @o's relative layers.
+ * Returns: 0, or -1 when a path would not fit (@o unchanged then).
+ */
+int hte_ovl_rebase(struct hte_ovl_mount *o, const char *base);
+/*
+ * The directory @o's relative layers were given from (the process's is
+ * gone): the nearest ancestor of the mount point under which each of them
+ * is a directory; @o rebased on it.  Returns: 0 (nothing relative, or
+ * rebased), -1 (no such directory: the layers cannot be looked in).
+ */
+int hte_ovl_find_base(struct hte_ovl_mount *o);
+
+/*
  * Finds in the mountinfo text @buf the overlay mount of device @dev whose
  * mount point is the longest prefix of @path (a path as readlink() of a
  * descriptor gives it); with none, the first mount of @dev, and @path is

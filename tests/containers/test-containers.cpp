@@ -1417,6 +1417,87 @@ TEST_CASE("views: the service fills root's entry from the lower layer, links it 
 	umount2(cache.c_str(), MNT_DETACH);
 }
 
+// node's image with @n layers more on top (podman build, kept between runs): past about 60 layers
+// Podman gives overlayfs the layers as relative paths.
+std::string layered_image(const std::string &base, int n)
+{
+	setup &s = the_setup();
+	std::string tag = "hth-test-layers" + std::to_string(n) + ":" + base.substr(base.rfind(':') + 1);
+	if (podman({ "image", "exists", tag }).status == 0)
+		return tag;
+	std::string dir = s.work + "/layers" + std::to_string(n);
+	fs::create_directories(dir);
+	std::ofstream cf(dir + "/Containerfile");
+	cf << "FROM " << base << "\n";
+	for (int i = 0; i < n; i++) {
+		std::ofstream(dir + "/f" + std::to_string(i)) << i << "\n";
+		cf << "COPY f" << i << " /layers/f" << i << "\n";
+	}
+	cf.close();
+	prog_result r = podman({ "build", "--pull=never", "-q", "-t", tag, dir }, 600);
+	INFO(r.err);
+	REQUIRE(r.status == 0);
+	return tag;
+}
+
+TEST_CASE("an image of 80 layers (overlayfs given relative paths): filled, mapped from the view, and linked "
+	  "into a new container's view before it runs", "[full][service][layers]")
+{
+	if (!have_program("node")) {
+		WARN("node is missing: no node image");
+		return;
+	}
+	std::string base = node_image(), img = layered_image(base, 80);
+	small_page_cache(layer_file(base, "/usr/bin/node"));
+	fs::create_directories(cache);
+	REQUIRE(mount("hth-test-cache", cache.c_str(), "tmpfs", MS_NOSUID | MS_NODEV,
+		      "mode=1777,huge=within_size,size=256m") == 0);
+	{
+		service svc({ "--no-warm" });
+		waiting w(img, { "/usr/bin/node", "-e", twice });
+		auto rec = wait_record();
+		REQUIRE(rec);
+		REQUIRE(rec->has_view);
+		// Its rootfs's layers as the kernel shows them: relative to Podman's storage directory.
+		std::string mi = read_file("/proc/" + std::to_string(rec->pid) + "/mountinfo");
+		INFO(mi.substr(0, 400));
+		REQUIRE(mi.find(" - overlay overlay rw,lowerdir=l/") != std::string::npos);
+		std::string ready = "/proc/" + std::to_string(rec->pid) + "/root/tmp/ready";
+		for (int i = 0; i < 900 && !file_exists(ready); i++)
+			usleep(100000);
+		std::string st = read_file(serve_state);
+		INFO("service: " << st << "\n" << read_file(svc.log));
+		REQUIRE(file_exists(ready));
+		CHECK(st.find("\"filled_total\":0") == std::string::npos);
+		CHECK(st.find("\"linked_total\":0") == std::string::npos);
+		auto second = procs_of(rec->mntns, "second");
+		REQUIRE(second.size() == 1);
+		uint64_t shmem = 0, priv = 0;
+		for (auto &m : exec_maps(second[0])) {
+			if (m.path.rfind("/run/hugetext/text/shared/", 0) == 0)
+				shmem += m.shmem_pmd_kb;
+			if (m.path.empty())
+				priv += m.anon_huge_kb;
+		}
+		CHECK(shmem >= 20 * 1024);
+		CHECK(priv == 0);
+		CHECK(w.finish().status == 0);
+		// A new container of the image: node's entry linked into its view by the hook, before it runs.
+		ctr n = run_ctr("annotated", img, { "/usr/bin/node", "-e", "0" }, "1");
+		std::string hl = log_of(n.id);
+		INFO("new container: " << n.err << "\nhook: " << hl);
+		CHECK(n.status == 0);
+		size_t at = hl.find(" cache entries linked into it)");
+		if (at == std::string::npos)
+			at = hl.find(" cache entry linked into it)");
+		REQUIRE(at != std::string::npos);
+		size_t from = hl.rfind('(', at);
+		REQUIRE(from != std::string::npos);
+		CHECK(std::strtoul(hl.c_str() + from + 1, nullptr, 10) >= 1);
+	}
+	umount2(cache.c_str(), MNT_DETACH);
+}
+
 TEST_CASE("a container root that rewrites a library gets it served to nobody: refused, no entry, no link",
 	  "[full][service]")
 {
