@@ -1152,6 +1152,30 @@ TEST_CASE("a container's root flooding its own socket leaves the host's socket a
 	run_result one = probe_on(c + "/service.sock", other, 1);
 	INFO(one.out << one.err);
 	CHECK(one.out.find(all_taken(1)) != std::string::npos);
+	// The same id's directory removed and made again at once (a container started again): listened in anew.
+	REQUIRE(unlink((c + "/service.sock").c_str()) == 0);
+	REQUIRE(rmdir(c.c_str()) == 0);
+	own_socket_dir("own-later-c");
+	REQUIRE(wait_socket(c + "/service.sock"));
+	// A record left by a runtime that died (its init gone) does not take the new directory away:
+	// the new record comes only at the end of the hook.  (Checked once a second: two checks.)
+	pid_t gone = fork();
+	if (gone == 0)
+		_exit(0);
+	waitpid(gone, nullptr, 0);
+	mkdir(records_dir.c_str(), 0700);
+	REQUIRE(chmod(records_dir.c_str(), 0700) == 0);
+	{
+		std::string path = records_dir + "/own-later-c.json";
+		std::ofstream(path) << "{\"id\":\"own-later-c\",\"pid\":" << gone
+				    << ",\"pid_start\":1,\"mntns\":1,\"userns\":\"host\",\"cgroup\":\"/\",\"rootfs\":\"/\","
+				       "\"upperdir\":\"\",\"annotation\":\"1\",\"injected\":true,\"reason\":\"test\","
+				       "\"glibc\":null,\"view\":null,\"time\":0}\n";
+		usleep(2500000);
+		CHECK(is_socket(c + "/service.sock"));
+		CHECK(again.num("container_sockets") == 1);
+		unlink(path.c_str());
+	}
 	REQUIRE(unlink((c + "/service.sock").c_str()) == 0);
 	REQUIRE(rmdir(c.c_str()) == 0);
 	CHECK(again.wait_for_below("container_sockets", 1, 10));

@@ -11,8 +11,8 @@
  * leads to <id>/service.sock.  The service binds that socket and listens on
  * it, once it sees the directory (inotify), and again after a restart.  At
  * poststop the hook removes the directory; the service closes the listener
- * then, or once the container's record says its init is gone, or when no
- * record came within VIEW_GRACE_S.
+ * then, or, VIEW_GRACE_S after it made it, when no record says the
+ * container's init runs (a runtime that died before poststop).
  *
  * Every connection on a container's socket is that container's, whatever
  * uid it carries: its rate, its held connections, its budget.  A container
@@ -200,8 +200,14 @@ static void check(double now)
 			drop(i, 0);
 			continue;
 		}
+		/*
+		 * The hook's poststop removes the directory (above).  Left by a
+		 * runtime that died: closed after the grace, so that a container
+		 * started again under the same id, whose new record is not written
+		 * yet while the old one says its init is gone, keeps its new one.
+		 */
 		state = container_state(s->id);
-		if (state == 0 || (state < 0 && now - s->made > VIEW_GRACE_S))
+		if (state != 1 && now - s->made > VIEW_GRACE_S)
 			drop(i, 1);
 	}
 	C.next_check = now + CHECK_S;
@@ -243,8 +249,9 @@ void csock_notified(double now)
 
 	while (C.watch >= 0 && read(C.watch, buf, sizeof(buf)) > 0) {
 	}
-	scan(now);
+	/* The gone first: a directory made again under the same id (a restart) then gets a listener. */
 	check(now);
+	scan(now);
 }
 
 int csock_fd(uint32_t tag, char *id)
@@ -288,9 +295,9 @@ int csock_tick(double now)
 		}
 	}
 	if (C.dir >= 0 && now >= C.next_check) {
+		check(now);
 		if (C.watch < 0)
 			scan(now);
-		check(now);
 	}
 	next = C.next_check;
 	for (int i = 0; i < CSOCK_MAX; i++)
