@@ -1071,12 +1071,13 @@ TEST_CASE("a container's root flooding its own socket leaves the host's socket a
 		    other = program_copy("own-other");
 	service svc({ "--no-warm" });
 	REQUIRE(svc.alive());
-	// The service makes the directory whose presence tells the hook to make each container a socket.
+	// The service makes the directory whose presence tells the hook to make each container a socket:
+	// root's alone, so that no host user reaches a container's socket (it would count as that container).
 	struct stat st;
 	REQUIRE(stat(sockets_dir.c_str(), &st) == 0);
 	CHECK(S_ISDIR(st.st_mode));
 	CHECK(st.st_uid == 0);
-	CHECK((st.st_mode & 07777) == 0755);
+	CHECK((st.st_mode & 07777) == 0700);
 	size_t fds_before = open_fds(svc.pid);
 	std::string fds_were = fd_list(svc.pid);
 	std::string a = own_socket_dir("own-flood-a"), b = own_socket_dir("own-calm-b");
@@ -1086,6 +1087,11 @@ TEST_CASE("a container's root flooding its own socket leaves the host's socket a
 	CHECK(st.st_uid == 0);
 	CHECK((st.st_mode & 0777) == 0666);
 	CHECK(svc.wait_for("container_sockets", 2, 10));
+	run_result outsider = run_cmd({ build_path("tests/service-flood"), "flood", b + "/service.sock", "garbage", "65534",
+					"1", "0.3" });
+	INFO(outsider.out << outsider.err);
+	CHECK(outsider.out.find("\"connected\":0,\"sent\":0,\"eacces\":") != std::string::npos);
+	CHECK(outsider.out.find("\"eacces\":0,") == std::string::npos);
 	// Container a's root, the host's root (no user namespace), floods its own socket, three kinds at once.
 	std::string flood = build_path("tests/service-flood");
 	std::vector<pid_t> floods;

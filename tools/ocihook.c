@@ -482,7 +482,11 @@ static int open_views(const char *cache, int make, const char **why)
 	return cfd;
 }
 
-/* The directory of the containers' sockets: <the service's socket's directory>/sockets. */
+/*
+ * The directory of the containers' sockets: <the service's socket's
+ * directory>/sockets, root's and 0700 (a host user reaching a container's
+ * socket would count as that container).
+ */
 static int sockets_dir(struct hook *h)
 {
 	char path[PATH_MAX];
@@ -495,7 +499,7 @@ static int sockets_dir(struct hook *h)
 		     h->o.socket) >= (int)sizeof(path))
 		return -1;
 	fd = open(path, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd >= 0 && (fstat(fd, &st) < 0 || st.st_uid != 0 || (st.st_mode & (S_IWGRP | S_IWOTH)))) {
+	if (fd >= 0 && (fstat(fd, &st) < 0 || st.st_uid != 0 || (st.st_mode & 077))) {
 		close(fd);
 		fd = -1;
 	}
@@ -711,8 +715,8 @@ static void own_socket(struct hook *h, struct inject *in)
 	struct stat st;
 	int sd, d;
 
-	/* No service socket: nothing (as without a service). */
-	if (lstat(h->o.socket, &st) < 0 || !S_ISSOCK(st.st_mode) || st.st_uid != 0)
+	/* No service socket: nothing (as without a service).  An id the service would not take: the host's. */
+	if (lstat(h->o.socket, &st) < 0 || !S_ISSOCK(st.st_mode) || st.st_uid != 0 || !hte_id_valid(h->st.id))
 		return;
 	sd = sockets_dir(h);
 	if (sd < 0)

@@ -67,12 +67,16 @@ static int in_layer(const char *dir, const char *rel)
 	return fd;
 }
 
-/* Whether each of @o's relative layers is a directory under @base. */
+/* Whether each of @o's relative layers is a directory under @base, root's own directory. */
 static int layers_under(const struct hte_ovl_mount *o, const char *base)
 {
-	int d = open(base, O_PATH | O_DIRECTORY | O_CLOEXEC), all = d >= 0;
+	int d = open(base, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC), all = d >= 0;
 	const char *lower = o->lowers;
 	struct stat st;
+
+	/* An engine's storage: nobody but root could have put layers there. */
+	if (all)
+		all = fstat(d, &st) == 0 && st.st_uid == 0 && !(st.st_mode & (S_IWGRP | S_IWOTH));
 
 	/* The layers as overlayfs took them: a link among them (containers/storage's l/ names) is followed. */
 	if (all && o->upper[0] && o->upper[0] != '/')
@@ -250,8 +254,12 @@ const char *find_real_file(struct pending *p)
 		for (int k = 0; k < 2 && r == HTE_OVL_NOT_HERE; k++)
 			if (info[k] && hte_mountinfo_overlay(info[k], info_len[k], p->st.st_dev, paths[i], o) == 1) {
 				seen = 1;
-				/* In the sender's own view the mount point may be "/": the host's view comes next. */
-				if (hte_ovl_find_base(o) < 0) {
+				/*
+				 * Relative layers are taken only from the service's own view
+				 * (k 1), whose mount point is a path the service resolves as
+				 * it is: in the sender's, it may be "/" or a name of its own.
+				 */
+				if ((k == 0 && hte_ovl_relative(o)) || hte_ovl_find_base(o) < 0) {
 					relative = 1;
 					continue;
 				}

@@ -4,15 +4,19 @@
  * docs/containers.md, "What a container gets").
  *
  * The contract with the OCI hook: the service makes <sockets>/ (root's,
- * 0755, next to its own socket: /run/hugetext/sockets); its being there
- * tells the hook that the service listens for containers.  For a container
- * it injects, the hook makes <sockets>/<id>/ (root's, 0755) and binds it,
- * read-only, into the container; the container's /run/hugetext/service.sock
- * leads to <id>/service.sock.  The service binds that socket and listens on
- * it, once it sees the directory (inotify), and again after a restart.  At
- * poststop the hook removes the directory; the service closes the listener
- * then, or, VIEW_GRACE_S after it made it, when no record says the
- * container's init runs (a runtime that died before poststop).
+ * 0700, next to its own socket: /run/hugetext/sockets); its being there
+ * tells the hook that the service listens for containers.  Nobody but root
+ * reaches into it: a host user cannot connect as a container.  For a
+ * container it injects, the hook makes <sockets>/<id>/ (root's, 0755) and
+ * binds it, read-only, into the container, which reaches it through that
+ * mount only; the container's /run/hugetext/service.sock leads to
+ * <id>/service.sock.  The service binds that socket and listens on it, once
+ * it sees the directory (inotify), and again after a restart.  At poststop
+ * the hook removes the directory, and the service closes the listener.  A
+ * runtime that died before poststop leaves the directory: its listener is
+ * closed VIEW_GRACE_S after it was made once the record says the init is
+ * gone, and the directory is left alone (the service removes nothing; a
+ * container started again under that id gets a new directory).
  *
  * Every connection on a container's socket is that container's, whatever
  * uid it carries: its rate, its held connections, its budget.  A container
@@ -40,9 +44,10 @@
 
 #define CSOCK_BACKLOG 256 /* a container's own queue */
 #define CHECK_S 1.0       /* between two looks for stopped containers */
+#define CLOSED (-2)
 
 struct csock {
-	int fd;              /* listening; -1: the slot is free */
+	int fd;              /* listening; CLOSED: its container is gone, the directory stays; -1: free */
 	int dir;             /* O_PATH of <sockets>/<id> */
 	char id[HTE_ID_MAX + 1];
 	double made;         /* monotonic */
@@ -67,13 +72,14 @@ static int sockets_path(char *out, size_t cap)
 	return n > 0 && (size_t)n < cap ? 0 : -1;
 }
 
-/* Root's own directory @name under @at (O_PATH), or -1. */
-static int root_dir(int at, const char *name)
+/* Root's own directory @name under @at (O_PATH), or -1; with @only_root, one nobody else may even search. */
+static int root_dir(int at, const char *name, int only_root)
 {
 	struct stat st;
 	int fd = openat(at, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 
-	if (fd >= 0 && (fstat(fd, &st) < 0 || st.st_uid != 0 || (st.st_mode & (S_IWGRP | S_IWOTH)))) {
+	if (fd >= 0 && (fstat(fd, &st) < 0 || st.st_uid != 0 || (st.st_mode & (S_IWGRP | S_IWOTH)) ||
+			(only_root && (st.st_mode & 077)))) {
 		close(fd);
 		fd = -1;
 	}
@@ -116,19 +122,26 @@ static void set_count(void)
 	pthread_mutex_unlock(&srv.mu);
 }
 
-/* Closes slot @i; its socket file goes, and with @remove its directory (the container stopped). */
-static void drop(int i, int remove)
+/* Closes slot @i's listener, its socket file too; the slot stays (CLOSED) while its directory does. */
+static void close_listener(int i)
 {
 	struct csock *s = &C.s[i];
 
+	if (s->fd < 0)
+		return;
 	if (!s->paused_until)
 		epoll_ctl(C.ep, EPOLL_CTL_DEL, s->fd, NULL);
 	close(s->fd);
 	unlinkat(s->dir, HTE_CONTAINER_SOCKET_NAME, 0);
-	close(s->dir);
-	if (remove)
-		unlinkat(C.dir, s->id, AT_REMOVEDIR);
-	s->fd = -1;
+	s->fd = CLOSED;
+}
+
+/* Frees slot @i (its directory went, or the service stops). */
+static void drop(int i)
+{
+	close_listener(i);
+	close(C.s[i].dir);
+	C.s[i].fd = -1;
 }
 
 /* A listener for each directory that has none. */
@@ -149,9 +162,9 @@ static void scan(double now)
 		if (e->d_name[0] == '.' || !hte_id_valid(e->d_name))
 			continue;
 		for (i = 0; i < CSOCK_MAX && !known; i++) {
-			if (C.s[i].fd >= 0 && !strcmp(C.s[i].id, e->d_name))
+			if (C.s[i].fd != -1 && !strcmp(C.s[i].id, e->d_name))
 				known = 1;
-			else if (C.s[i].fd < 0 && free_ < 0)
+			else if (C.s[i].fd == -1 && free_ < 0)
 				free_ = i;
 		}
 		if (known)
@@ -165,7 +178,7 @@ static void scan(double now)
 			struct csock *s = &C.s[free_];
 			struct epoll_event ev = { .events = EPOLLIN, .data.u32 = CSOCK_TAG + (uint32_t)free_ };
 
-			s->dir = root_dir(C.dir, e->d_name);
+			s->dir = root_dir(C.dir, e->d_name, 0);
 			s->fd = s->dir >= 0 ? bind_in(s->dir) : -1;
 			if (s->fd >= 0 && epoll_ctl(C.ep, EPOLL_CTL_ADD, s->fd, &ev) < 0) {
 				close(s->fd);
@@ -186,29 +199,28 @@ static void scan(double now)
 	set_count();
 }
 
-/* Listeners whose directory went, or whose container stopped (or never got a record), are closed. */
+/* Slots whose directory went are freed; listeners of containers whose init is gone are closed. */
 static void check(double now)
 {
 	for (int i = 0; i < CSOCK_MAX; i++) {
 		struct csock *s = &C.s[i];
 		struct stat st;
-		int state;
 
-		if (s->fd < 0)
+		if (s->fd == -1)
 			continue;
 		if (fstat(s->dir, &st) < 0 || st.st_nlink == 0) {
-			drop(i, 0);
+			drop(i);
 			continue;
 		}
 		/*
-		 * The hook's poststop removes the directory (above).  Left by a
-		 * runtime that died: closed after the grace, so that a container
-		 * started again under the same id, whose new record is not written
-		 * yet while the old one says its init is gone, keeps its new one.
+		 * Only a record that says its init is gone closes it, after the
+		 * grace: a container started again under the same id has a new
+		 * directory (a new slot) and its old record until the hook writes
+		 * the new one.  No record (a hook that could not write it, records
+		 * past RECORDS_MAX): it keeps listening.
 		 */
-		state = container_state(s->id);
-		if (state != 1 && now - s->made > VIEW_GRACE_S)
-			drop(i, 1);
+		if (s->fd >= 0 && now - s->made > VIEW_GRACE_S && container_state(s->id) == 0)
+			close_listener(i);
 	}
 	C.next_check = now + CHECK_S;
 	set_count();
@@ -224,9 +236,18 @@ int csock_open(int ep)
 		C.s[i].fd = -1;
 	if (sockets_path(path, sizeof(path)) < 0)
 		return -1;
-	if (mkdir(path, 0755) == 0)
-		chmod(path, 0755);
-	C.dir = root_dir(AT_FDCWD, path);
+	mkdir(path, 0700);
+	C.dir = root_dir(AT_FDCWD, path, 0);
+	/* 0700 whatever made it (an older service made it 0755): through its descriptor, no name followed. */
+	if (C.dir >= 0) {
+		char self[64];
+
+		snprintf(self, sizeof(self), "/proc/self/fd/%d", C.dir);
+		if (chmod(self, 0700) < 0) {
+			close(C.dir);
+			C.dir = -1;
+		}
+	}
 	if (C.dir < 0) {
 		hte_error("serve", "%s: not root's own directory; containers share the host's socket", path);
 		return -1;
@@ -309,8 +330,8 @@ int csock_tick(double now)
 void csock_close(void)
 {
 	for (int i = 0; i < CSOCK_MAX; i++)
-		if (C.s[i].fd >= 0)
-			drop(i, 0);
+		if (C.s[i].fd != -1)
+			drop(i);
 	if (C.watch >= 0)
 		close(C.watch);
 	if (C.dir >= 0)
