@@ -25,6 +25,7 @@
 #include <sys/inotify.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/statfs.h>
 #include <sys/syscall.h>
 #include <sys/sysmacros.h>
@@ -1092,7 +1093,9 @@ TEST_CASE("a container's root flooding its own socket leaves the host's socket a
 	INFO(outsider.out << outsider.err);
 	CHECK(outsider.out.find("\"connected\":0,\"sent\":0,\"eacces\":") != std::string::npos);
 	CHECK(outsider.out.find("\"eacces\":0,") == std::string::npos);
-	// Container a's root, the host's root (no user namespace), floods its own socket, three kinds at once.
+	// Container a's root, the host's root (no user namespace), floods its own socket, three kinds at
+	// once.  At the lowest CPU priority: on 2 cores its busy loops would otherwise keep an honest client
+	// from sending within the 20 ms a connection is held, which says nothing of the service.
 	std::string flood = build_path("tests/service-flood");
 	std::vector<pid_t> floods;
 	for (const char *kind : { "silent", "garbage", "offers" }) {
@@ -1100,7 +1103,9 @@ TEST_CASE("a container's root flooding its own socket leaves the host's socket a
 		if (p == 0) {
 			int null = open("/dev/null", O_WRONLY);
 			dup2(null, 1);
-			execl(flood.c_str(), flood.c_str(), "flood", (a + "/service.sock").c_str(), kind, "0", "2", "3",
+			if (setpriority(PRIO_PROCESS, 0, 19) < 0)
+				_exit(126);
+			execl(flood.c_str(), flood.c_str(), "flood", (a + "/service.sock").c_str(), kind, "0", "1", "3",
 			      theirs.c_str(), std::to_string(span_off).c_str(), std::to_string(span_len).c_str(),
 			      std::to_string(span_len).c_str(), (char *)nullptr);
 			_exit(127);
