@@ -1055,6 +1055,16 @@ run_result probe_on(const std::string &socket, const std::string &file, int trie
 			 std::to_string(span_off), std::to_string(span_len), std::to_string(span_len) });
 }
 
+// A number of client @name's object in the state text @st ("connections" ...), -1 when absent.
+long client_count(const std::string &st, const std::string &name, const std::string &key)
+{
+	size_t at = st.find("\"client\":\"" + name + "\"");
+	if (at == std::string::npos)
+		return -1;
+	size_t end = st.find('}', at), k = st.find("\"" + key + "\":", at);
+	return k == std::string::npos || k > end ? -1 : std::stol(st.substr(k + key.size() + 3));
+}
+
 std::string all_taken(int n)
 {
 	std::string k = std::to_string(n);
@@ -1123,10 +1133,19 @@ TEST_CASE("a container's root flooding its own socket leaves the host's socket a
 	CHECK(host.out.find(all_taken(20)) != std::string::npos);
 	CHECK(calm.status == 0);
 	CHECK(calm.out.find(all_taken(20)) != std::string::npos);
-	// The flood was the container's, not root's: its socket was left unread for a while.
-	CHECK(svc.text().find("container own-flood-a opened more than") != std::string::npos);
-	CHECK(svc.text().find("its own socket not read") != std::string::npos);
-	CHECK(svc.text().find("uid 0 opened more than") == std::string::npos);
+	// The flood was the container's, never root's.  Past the rate (256 at once, 1000 a second) its
+	// socket was left unread for a while; a machine too slow to flood that fast (a TCG guest took
+	// about 700 a second) is not shut out, and then the service took no more than the rate allows
+	// over the flood's 3 s.
+	std::string end_state = svc.text();
+	CHECK(end_state.find("uid 0 opened more than") == std::string::npos);
+	long flood_conns = client_count(end_state, "container own-flood-a", "connections");
+	INFO("the flood's connections taken: " << flood_conns);
+	REQUIRE(flood_conns > 0);
+	if (end_state.find("container own-flood-a opened more than") != std::string::npos)
+		CHECK(end_state.find("its own socket not read") != std::string::npos);
+	else
+		CHECK(flood_conns <= 256 + 1000 * 4);
 	// b's connections were b's, whatever their uid, and so was its file: filled, owned by it.
 	for (int i = 0; i < 400 && svc.text().find(other + ": f-") == std::string::npos; i++)
 		usleep(50000);
