@@ -962,6 +962,34 @@ TEST_CASE("each client keeps a share of the cache: one filling it evicts its own
 	CHECK(svc.text().find("\"cache_entries\":1") != std::string::npos);
 }
 
+namespace {
+
+// service-flood's three kinds at once on @socket, one process each as @uid for 3 s, offering
+// @file's span; at the lowest CPU priority when @low (their busy loops then leave the honest
+// clients the CPU they need to send within the 20 ms a connection is held).  Their pids.
+std::vector<pid_t> start_floods(const std::string &socket, const std::string &uid, const std::string &file, bool low)
+{
+	std::string flood = build_path("tests/service-flood"), off = std::to_string(span_off),
+		    len = std::to_string(span_len);
+	std::vector<pid_t> floods;
+	for (const char *kind : { "silent", "garbage", "offers" }) {
+		pid_t p = fork();
+		if (p == 0) {
+			int null = open("/dev/null", O_WRONLY);
+			dup2(null, 1);
+			if (low && setpriority(PRIO_PROCESS, 0, 19) < 0)
+				_exit(126);
+			execl(flood.c_str(), flood.c_str(), "flood", socket.c_str(), kind, uid.c_str(), "1", "3", file.c_str(),
+			      off.c_str(), len.c_str(), len.c_str(), (char *)nullptr);
+			_exit(127);
+		}
+		floods.push_back(p);
+	}
+	return floods;
+}
+
+} // namespace
+
 TEST_CASE("a flood of nobody's connections, garbage and offers leaves root's offers served", "[service-containers]")
 {
 	text_cache cache;
@@ -974,18 +1002,7 @@ TEST_CASE("a flood of nobody's connections, garbage and offers leaves root's off
 	std::string flood = build_path("tests/service-flood"), off = std::to_string(span_off),
 		    len = std::to_string(span_len);
 	// Three kinds at once, each from a process of nobody, for 3 s.
-	std::vector<pid_t> floods;
-	for (const char *kind : { "silent", "garbage", "offers" }) {
-		pid_t p = fork();
-		if (p == 0) {
-			int null = open("/dev/null", O_WRONLY);
-			dup2(null, 1);
-			execl(flood.c_str(), flood.c_str(), "flood", sock.c_str(), kind, "65534", "1", "3", theirs.c_str(),
-			      off.c_str(), len.c_str(), len.c_str(), (char *)nullptr);
-			_exit(127);
-		}
-		floods.push_back(p);
-	}
+	std::vector<pid_t> floods = start_floods(sock, "65534", theirs, false);
 	usleep(500000);
 	// Root's offers meanwhile, as the library makes them: connected, sent and taken, every one.
 	run_result probe = run_cmd({ flood, "probe", sock, "20", "50", mine, off, len, len });
@@ -1104,24 +1121,9 @@ TEST_CASE("a container's root flooding its own socket leaves the host's socket a
 	CHECK(outsider.out.find("\"connected\":0,\"sent\":0,\"eacces\":") != std::string::npos);
 	CHECK(outsider.out.find("\"eacces\":0,") == std::string::npos);
 	// Container a's root, the host's root (no user namespace), floods its own socket, three kinds at
-	// once.  At the lowest CPU priority: on 2 cores its busy loops would otherwise keep an honest client
+	// once, at the lowest CPU priority: on 2 cores its busy loops would otherwise keep an honest client
 	// from sending within the 20 ms a connection is held, which says nothing of the service.
-	std::string flood = build_path("tests/service-flood");
-	std::vector<pid_t> floods;
-	for (const char *kind : { "silent", "garbage", "offers" }) {
-		pid_t p = fork();
-		if (p == 0) {
-			int null = open("/dev/null", O_WRONLY);
-			dup2(null, 1);
-			if (setpriority(PRIO_PROCESS, 0, 19) < 0)
-				_exit(126);
-			execl(flood.c_str(), flood.c_str(), "flood", (a + "/service.sock").c_str(), kind, "0", "1", "3",
-			      theirs.c_str(), std::to_string(span_off).c_str(), std::to_string(span_len).c_str(),
-			      std::to_string(span_len).c_str(), (char *)nullptr);
-			_exit(127);
-		}
-		floods.push_back(p);
-	}
+	std::vector<pid_t> floods = start_floods(a + "/service.sock", "0", theirs, true);
 	usleep(500000);
 	// Root on the host and root in container b meanwhile: every offer connected, sent and taken.
 	run_result host = probe_on(sock, mine), calm = probe_on(b + "/service.sock", other);
