@@ -432,16 +432,24 @@ int container_of_netns(unsigned long long netns, char *id, int *has_view)
 	return found == 1;
 }
 
+/* The record of @id (one file per id), NULL for none.  Under R.mu, records loaded. */
+static struct rec *rec_of(const char *id)
+{
+	for (unsigned i = 0; i < R.n; i++)
+		if (!strcmp(R.r[i].r.id, id))
+			return &R.r[i];
+	return NULL;
+}
+
 int container_state(const char *id)
 {
-	double now = mono_now();
-	int state = -1;
+	struct rec *x;
+	int state;
 
 	pthread_mutex_lock(&R.mu);
 	load_records();
-	for (unsigned i = 0; i < R.n && state < 0; i++)
-		if (!strcmp(R.r[i].r.id, id))
-			state = rec_live(&R.r[i], now);
+	x = rec_of(id);
+	state = x ? rec_live(x, mono_now()) : -1;
 	pthread_mutex_unlock(&R.mu);
 	return state;
 }
@@ -453,16 +461,13 @@ int container_live(const char *id)
 
 int container_has_view(const char *id)
 {
-	double now = mono_now();
-	int v = 0;
+	struct rec *x;
+	int v;
 
 	pthread_mutex_lock(&R.mu);
 	load_records();
-	for (unsigned i = 0; i < R.n; i++)
-		if (!strcmp(R.r[i].r.id, id) && rec_live(&R.r[i], now)) {
-			v = R.r[i].r.has_view;
-			break;
-		}
+	x = rec_of(id);
+	v = x && rec_live(x, mono_now()) ? x->r.has_view : 0;
 	pthread_mutex_unlock(&R.mu);
 	return v;
 }
