@@ -5,6 +5,7 @@
  * is wrong.  No system call here: the tests give fixed inputs.
  */
 #include "tool.h"
+#include "mountfield.h"
 #include "doctor.h"
 #include "poolcmd.h"
 
@@ -287,39 +288,6 @@ void hte_doc_fs_check(struct hte_doctor *d, const struct hte_doc_fs *fs, int kma
 			    fs->type, fs->mnt, how, code);
 }
 
-/* The kernel's \ooo escapes in /proc/self/mountinfo fields. */
-static int unescape(const char *s, size_t n, char *out, size_t cap)
-{
-	size_t o = 0;
-
-	for (size_t i = 0; i < n; i++) {
-		char c = s[i];
-
-		if (c == '\\' && i + 3 < n && s[i + 1] >= '0' && s[i + 1] <= '3' && s[i + 2] >= '0' &&
-		    s[i + 2] <= '7' && s[i + 3] >= '0' && s[i + 3] <= '7') {
-			c = (char)((s[i + 1] - '0') * 64 + (s[i + 2] - '0') * 8 + (s[i + 3] - '0'));
-			i += 3;
-		}
-		if (o + 1 >= cap)
-			return -1;
-		out[o++] = c;
-	}
-	out[o] = '\0';
-	return 0;
-}
-
-/* The next space-separated field of @p before @end. */
-static int next_field(const char **p, const char *end, const char **f, size_t *n)
-{
-	while (*p < end && **p == ' ')
-		(*p)++;
-	*f = *p;
-	while (*p < end && **p != ' ')
-		(*p)++;
-	*n = (size_t)(*p - *f);
-	return *n > 0;
-}
-
 /* "36 35 98:0 /mnt1 /mnt/parent rw,noatime master:1 - ext3 /dev/root rw,errors=continue" */
 int hte_doc_mountinfo_line(const char *line, size_t len, unsigned *major, unsigned *minor, char *mnt,
 			   size_t mlen, char *type, size_t tlen, char *opts, size_t olen)
@@ -330,7 +298,7 @@ int hte_doc_mountinfo_line(const char *line, size_t len, unsigned *major, unsign
 	int i;
 
 	for (i = 0; i < 5; i++) {
-		if (!next_field(&p, end, &f, &n))
+		if (!hte_mount_field(&p, end, &f, &n))
 			return -1;
 		if (i == 2) {
 			if (n >= sizeof(dev))
@@ -347,20 +315,20 @@ int hte_doc_mountinfo_line(const char *line, size_t len, unsigned *major, unsign
 	}
 	/* Optional fields up to the lone "-". */
 	do {
-		if (!next_field(&p, end, &f, &n))
+		if (!hte_mount_field(&p, end, &f, &n))
 			return -1;
 	} while (!(n == 1 && f[0] == '-'));
-	if (!next_field(&p, end, &f, &n) || n >= tlen)
+	if (!hte_mount_field(&p, end, &f, &n) || n >= tlen)
 		return -1;
 	memcpy(type, f, n);
 	type[n] = '\0';
-	if (!next_field(&p, end, &f, &n)) /* the source */
+	if (!hte_mount_field(&p, end, &f, &n)) /* the source */
 		return -1;
-	if (!next_field(&p, end, &f, &n) || n >= olen)
+	if (!hte_mount_field(&p, end, &f, &n) || n >= olen)
 		return -1;
 	memcpy(opts, f, n);
 	opts[n] = '\0';
-	return unescape(mp, mpn, mnt, mlen);
+	return hte_mount_unescape(mp, mpn, mnt, mlen);
 }
 
 /* --- guest, iTLB multihit --- */

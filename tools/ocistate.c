@@ -5,6 +5,7 @@
  * /proc texts the hook reads.  No system call here: tests feed buffers.
  */
 #include "ocihook.h"
+#include "mountfield.h"
 
 #include <errno.h>
 #include <json-c/json.h>
@@ -576,39 +577,6 @@ void hte_cgroup_path(const char *buf, size_t len, char *out, size_t cap)
 	}
 }
 
-/* The next space-separated field of a mountinfo line. */
-static int mi_field(const char **p, const char *end, const char **f, size_t *n)
-{
-	while (*p < end && **p == ' ')
-		(*p)++;
-	*f = *p;
-	while (*p < end && **p != ' ')
-		(*p)++;
-	*n = (size_t)(*p - *f);
-	return *n > 0;
-}
-
-/* Copies a mountinfo field, undoing the kernel's \ooo escapes; -1 when too long. */
-static int mi_unescape(const char *s, size_t n, char *out, size_t cap)
-{
-	size_t o = 0;
-
-	for (size_t i = 0; i < n; i++) {
-		char c = s[i];
-
-		if (c == '\\' && i + 3 < n && s[i + 1] >= '0' && s[i + 1] <= '3' && s[i + 2] >= '0' &&
-		    s[i + 2] <= '7' && s[i + 3] >= '0' && s[i + 3] <= '7') {
-			c = (char)((s[i + 1] - '0') * 64 + (s[i + 2] - '0') * 8 + (s[i + 3] - '0'));
-			i += 3;
-		}
-		if (o + 1 >= cap)
-			return -1;
-		out[o++] = c;
-	}
-	out[o] = '\0';
-	return 0;
-}
-
 static unsigned long long mi_number(const char *s, size_t n, int *ok)
 {
 	unsigned long long v = 0;
@@ -639,7 +607,7 @@ static void mi_upperdir(const char *opts, size_t n, char *out, size_t cap)
 			e++;
 		}
 		if (e - i > sizeof(key) - 1 && memcmp(opts + i, key, sizeof(key) - 1) == 0) {
-			if (mi_unescape(opts + i + sizeof(key) - 1, e - i - (sizeof(key) - 1), out, cap) < 0)
+			if (hte_mount_unescape(opts + i + sizeof(key) - 1, e - i - (sizeof(key) - 1), out, cap) < 0)
 				out[0] = '\0';
 			return;
 		}
@@ -655,31 +623,31 @@ static int mi_line(const char *l, size_t n, struct hte_mountinfo *m)
 	int ok;
 
 	memset(m, 0, sizeof(*m));
-	if (!mi_field(&p, end, &f, &fn))
+	if (!hte_mount_field(&p, end, &f, &fn))
 		return -1;
 	m->id = mi_number(f, fn, &ok);
-	if (!ok || !mi_field(&p, end, &f, &fn) || !mi_field(&p, end, &f, &fn)) /* parent, major:minor */
+	if (!ok || !hte_mount_field(&p, end, &f, &fn) || !hte_mount_field(&p, end, &f, &fn)) /* parent, major:minor */
 		return -1;
 	if (sscanf(f, "%u:%u", &m->major, &m->minor) != 2)
 		return -1;
-	if (!mi_field(&p, end, &f, &fn) || !mi_field(&p, end, &f, &fn)) /* root, mount point */
+	if (!hte_mount_field(&p, end, &f, &fn) || !hte_mount_field(&p, end, &f, &fn)) /* root, mount point */
 		return -1;
-	if (mi_unescape(f, fn, m->point, sizeof(m->point)) < 0 || !mi_field(&p, end, &f, &fn)) /* options */
+	if (hte_mount_unescape(f, fn, m->point, sizeof(m->point)) < 0 || !hte_mount_field(&p, end, &f, &fn)) /* options */
 		return -1;
 	for (;;) { /* optional fields, up to "-" */
-		if (!mi_field(&p, end, &f, &fn))
+		if (!hte_mount_field(&p, end, &f, &fn))
 			return -1;
 		if (fn == 1 && f[0] == '-')
 			break;
 		if (fn > 7 && memcmp(f, "shared:", 7) == 0)
 			m->shared = 1;
 	}
-	if (!mi_field(&p, end, &f, &fn) || fn >= sizeof(m->fstype))
+	if (!hte_mount_field(&p, end, &f, &fn) || fn >= sizeof(m->fstype))
 		return -1;
 	memcpy(m->fstype, f, fn);
-	if (!mi_field(&p, end, &f, &fn)) /* source */
+	if (!hte_mount_field(&p, end, &f, &fn)) /* source */
 		return -1;
-	if (mi_field(&p, end, &f, &fn) && strcmp(m->fstype, "overlay") == 0)
+	if (hte_mount_field(&p, end, &f, &fn) && strcmp(m->fstype, "overlay") == 0)
 		mi_upperdir(f, fn, m->upperdir, sizeof(m->upperdir));
 	return 0;
 }

@@ -13,6 +13,7 @@
 #include <sys/sysmacros.h>
 
 #include "cache.h"
+#include "mountfield.h"
 #include "serve.h"
 
 int hte_maps_runs_file(const char *maps, size_t len, dev_t dev, ino_t ino)
@@ -253,39 +254,6 @@ out:
 
 /* --- mountinfo --- */
 
-/* Undoes mountinfo's octal escapes (\040 and the like) of @n bytes of @s into @out (@cap).  Returns: 0, or -1. */
-static int unoctal(const char *s, size_t n, char *out, size_t cap)
-{
-	size_t o = 0;
-
-	for (size_t i = 0; i < n; i++) {
-		char c = s[i];
-
-		if (c == '\\' && i + 3 < n && s[i + 1] >= '0' && s[i + 1] <= '3' &&
-		    s[i + 2] >= '0' && s[i + 2] <= '7' && s[i + 3] >= '0' && s[i + 3] <= '7') {
-			c = (char)(((s[i + 1] - '0') << 6) | ((s[i + 2] - '0') << 3) | (s[i + 3] - '0'));
-			i += 3;
-		}
-		if (o + 1 >= cap)
-			return -1;
-		out[o++] = c;
-	}
-	out[o] = '\0';
-	return 0;
-}
-
-/* The next space-separated field of [*p, end): its start and length. */
-static int field(const char **p, const char *end, const char **f, size_t *n)
-{
-	while (*p < end && **p == ' ')
-		(*p)++;
-	*f = *p;
-	while (*p < end && **p != ' ')
-		(*p)++;
-	*n = (size_t)(*p - *f);
-	return *n > 0;
-}
-
 /* Appends the path @s to o->lowers.  Returns: 0, or -1 when they do not fit. */
 static int add_lower(struct hte_ovl_mount *o, const char *s, size_t n)
 {
@@ -340,7 +308,7 @@ static int read_options(struct hte_ovl_mount *o, const char *s, size_t n)
 		size_t len = (size_t)((comma ? comma : end) - s);
 		char opt[sizeof(o->lowers)];
 
-		if (unoctal(s, len, opt, sizeof(opt)) < 0)
+		if (hte_mount_unescape(s, len, opt, sizeof(opt)) < 0)
 			return -1;
 		if (!strncmp(opt, "upperdir=", 9)) {
 			if (strlen(opt + 9) >= sizeof(o->upper))
@@ -397,12 +365,12 @@ int hte_mountinfo_overlay(const char *buf, size_t len, dev_t dev, const char *pa
 		char mm[32];
 
 		/* ID PARENT MAJ:MIN ROOT POINT OPTIONS [OPTIONAL...] - TYPE SOURCE SUPER */
-		if (field(&q, le, &f, &n) && field(&q, le, &f, &n) && field(&q, le, &f, &n) && n < sizeof(mm)) {
+		if (hte_mount_field(&q, le, &f, &n) && hte_mount_field(&q, le, &f, &n) && hte_mount_field(&q, le, &f, &n) && n < sizeof(mm)) {
 			memcpy(mm, f, n);
 			mm[n] = '\0';
 			if (sscanf(mm, "%u:%u", &maj, &min) == 2 && maj == major(dev) && min == minor(dev) &&
-			    field(&q, le, &f, &n) && field(&q, le, &f, &n) &&
-			    unoctal(f, n, point, sizeof(point)) == 0) {
+			    hte_mount_field(&q, le, &f, &n) && hte_mount_field(&q, le, &f, &n) &&
+			    hte_mount_unescape(f, n, point, sizeof(point)) == 0) {
 				const char *sep = strstr(q, " - overlay ");
 
 				if (sep && sep < le) {
@@ -435,15 +403,15 @@ int hte_mountinfo_overlay(const char *buf, size_t len, dev_t dev, const char *pa
 
 		memset(o, 0, sizeof(*o));
 		for (int i = 0; i < 3; i++)
-			field(&q, le, &f, &n);
-		if (!field(&q, le, &f, &n) || unoctal(f, n, o->root, sizeof(o->root)) < 0 ||
-		    !field(&q, le, &f, &n) || unoctal(f, n, o->point, sizeof(o->point)) < 0)
+			hte_mount_field(&q, le, &f, &n);
+		if (!hte_mount_field(&q, le, &f, &n) || hte_mount_unescape(f, n, o->root, sizeof(o->root)) < 0 ||
+		    !hte_mount_field(&q, le, &f, &n) || hte_mount_unescape(f, n, o->point, sizeof(o->point)) < 0)
 			return -1;
 		sep = strstr(q, " - overlay ");
 		if (!sep || sep >= le)
 			return -1;
 		q = sep + 11;
-		if (!field(&q, le, &f, &n) || !field(&q, le, &f, &n) || read_options(o, f, n) < 0)
+		if (!hte_mount_field(&q, le, &f, &n) || !hte_mount_field(&q, le, &f, &n) || read_options(o, f, n) < 0)
 			return -1;
 		found = 1;
 	}
@@ -516,10 +484,10 @@ int hte_mountinfo_root(const char *buf, size_t len, char *out, size_t cap)
 		char point[8];
 
 		/* ID PARENT MAJ:MIN ROOT POINT ... */
-		if (field(&q, le, &f, &n) && field(&q, le, &f, &n) && field(&q, le, &f, &n) &&
-		    field(&q, le, &root, &root_n) && field(&q, le, &f, &n) && n == 1 &&
-		    unoctal(f, n, point, sizeof(point)) == 0 && !strcmp(point, "/"))
-			found = unoctal(root, root_n, out, cap) == 0 ? 0 : -1;
+		if (hte_mount_field(&q, le, &f, &n) && hte_mount_field(&q, le, &f, &n) && hte_mount_field(&q, le, &f, &n) &&
+		    hte_mount_field(&q, le, &root, &root_n) && hte_mount_field(&q, le, &f, &n) && n == 1 &&
+		    hte_mount_unescape(f, n, point, sizeof(point)) == 0 && !strcmp(point, "/"))
+			found = hte_mount_unescape(root, root_n, out, cap) == 0 ? 0 : -1;
 		p = nl ? nl + 1 : end;
 	}
 	return found;

@@ -5,6 +5,7 @@
  * No system call here: the tests feed fixed text and compare the outputs.
  */
 #include "tool.h"
+#include "mountfield.h"
 #include "status.h"
 
 #include <errno.h>
@@ -256,39 +257,6 @@ int hte_stat_is_kthread(const char *buf, size_t len)
 
 /* --- mounts --- */
 
-/* The next space-separated field of a mounts line. */
-static int field(const char **p, const char *end, const char **f, size_t *n)
-{
-	while (*p < end && **p == ' ')
-		(*p)++;
-	*f = *p;
-	while (*p < end && **p != ' ')
-		(*p)++;
-	*n = (size_t)(*p - *f);
-	return *n > 0;
-}
-
-/* Copies a mount point, decoding the kernel's \ooo escapes.  -1 when too long. */
-static int unescape(const char *s, size_t n, char *out, size_t cap)
-{
-	size_t o = 0;
-
-	for (size_t i = 0; i < n; i++) {
-		char c = s[i];
-
-		if (c == '\\' && i + 3 < n && s[i + 1] >= '0' && s[i + 1] <= '3' &&
-		    s[i + 2] >= '0' && s[i + 2] <= '7' && s[i + 3] >= '0' && s[i + 3] <= '7') {
-			c = (char)((s[i + 1] - '0') * 64 + (s[i + 2] - '0') * 8 + (s[i + 3] - '0'));
-			i += 3;
-		}
-		if (o + 1 >= cap)
-			return -1;
-		out[o++] = c;
-	}
-	out[o] = '\0';
-	return 0;
-}
-
 /* The value of option @key ("pagesize=") in a comma-separated list, or NULL. */
 static const char *option(const char *opts, size_t n, const char *key, size_t *vlen)
 {
@@ -329,8 +297,8 @@ int hte_status_mount_line(const char *line, size_t len, uint64_t default_kb, str
 	const char *p = line, *end = line + len, *dev, *mnt, *type, *opts, *v;
 	size_t dn, mn, tn, on, vn;
 
-	if (!field(&p, end, &dev, &dn) || !field(&p, end, &mnt, &mn) || !field(&p, end, &type, &tn) ||
-	    !field(&p, end, &opts, &on))
+	if (!hte_mount_field(&p, end, &dev, &dn) || !hte_mount_field(&p, end, &mnt, &mn) || !hte_mount_field(&p, end, &type, &tn) ||
+	    !hte_mount_field(&p, end, &opts, &on))
 		return 0;
 	memset(m, 0, sizeof(*m));
 	if (tn == 9 && memcmp(type, "hugetlbfs", 9) == 0) {
@@ -346,7 +314,7 @@ int hte_status_mount_line(const char *line, size_t len, uint64_t default_kb, str
 		return 0;
 	}
 	memcpy(m->type, type, tn);
-	return unescape(mnt, mn, m->path, sizeof(m->path)) == 0;
+	return hte_mount_unescape(mnt, mn, m->path, sizeof(m->path)) == 0;
 }
 
 /* --- the growing arrays --- */

@@ -345,6 +345,21 @@ ctr run_ctr(const std::string &policy, const std::string &img, const std::vector
 	return c;
 }
 
+// A tmpfs of @size with 2 MiB pages at the cache's path (as the service or hugetext setup mounts
+// it on a file system without 2 MiB folios, where the service fills entries), for one scope: taken
+// away at its end, also when a REQUIRE ends the case.
+struct tmpfs_cache {
+	explicit tmpfs_cache(const std::string &size)
+	{
+		fs::create_directories(cache);
+		REQUIRE(mount("hth-test-cache", cache.c_str(), "tmpfs", MS_NOSUID | MS_NODEV,
+			      ("mode=1777,huge=within_size,size=" + size).c_str()) == 0);
+	}
+	~tmpfs_cache() { umount2(cache.c_str(), MNT_DETACH); }
+	tmpfs_cache(const tmpfs_cache &) = delete;
+	tmpfs_cache &operator=(const tmpfs_cache &) = delete;
+};
+
 // The hook's log lines about container @id.
 std::string log_of(const std::string &id)
 {
@@ -638,8 +653,7 @@ TEST_CASE("an annotated container gets the preload, its image's own entries kept
 	std::string img = image_of(t, "keep", s.work);
 
 	// The cache mounted (as the service or hugetext setup mounts it): the container gets a view of it.
-	fs::create_directories(cache);
-	REQUIRE(mount("hth-test-cache", cache.c_str(), "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777,huge=within_size,size=64m") == 0);
+	tmpfs_cache tc("64m");
 	service svc;
 
 	waiting w(img, { "/probe", "write", "wait" });
@@ -699,7 +713,6 @@ TEST_CASE("an annotated container gets the preload, its image's own entries kept
 	CHECK(line_of(plain.out, "etc-ld.so.preload") == "file [# the image's own|/usr/lib/libkeep.so|]");
 	CHECK(line_of(plain.out, "preload-mapped") == "no");
 	CHECK(line_of(plain.out, "keep-mapped") == "yes");
-	umount2(cache.c_str(), MNT_DETACH);
 }
 
 TEST_CASE("the host's policy: containers = all takes every container but those annotated 0; off takes none",
@@ -1146,9 +1159,7 @@ TEST_CASE("clang++ in an annotated container has libLLVM's and libclang-cpp's co
 	for (auto &l : libs)
 		small_page_cache(layer_file(img, l));
 	// The shared cache, where the service fills the libraries' entries (150 MiB of code).
-	fs::create_directories(cache);
-	REQUIRE(mount("hth-test-cache", cache.c_str(), "tmpfs", MS_NOSUID | MS_NODEV,
-		      "mode=1777,huge=within_size,size=512m") == 0);
+	tmpfs_cache tc("512m");
 	{
 		service svc;
 		std::string reports = s.work + "/clang-reports";
@@ -1244,7 +1255,6 @@ TEST_CASE("clang++ in an annotated container has libLLVM's and libclang-cpp's co
 		// Both entries were filled from the lower layer's file, never warmed (off the grid a warm cannot serve).
 		CHECK(st.find("\"filled_total\":0") == std::string::npos);
 	}
-	umount2(cache.c_str(), MNT_DETACH);
 }
 
 TEST_CASE("the Kubernetes DaemonSet's installer leaves a hook, with its own loader and libraries, that the "
@@ -1345,6 +1355,38 @@ const std::string twice =
 	"cp.spawnSync('/usr/bin/node', ['-e', \"require('fs').writeFileSync('/tmp/ready', '1');"
 	" require('fs').readFileSync(0)\", 'second'], { stdio: 'inherit' });";
 
+// Waits (90 s at most) for the second node of `twice` in the container of @rec to say it is ready.
+bool second_ready(const hte_oci_record &rec)
+{
+	std::string ready = "/proc/" + std::to_string(rec.pid) + "/root/tmp/ready";
+	for (int i = 0; i < 900 && !file_exists(ready); i++)
+		usleep(100000);
+	return file_exists(ready);
+}
+
+// What the second node of `twice` in the container of @rec maps, from the host's smaps: its code
+// on 2 MiB pages of the container's view, and private huge pages (a copy).
+struct second_code {
+	uint64_t shared_kb = 0, private_kb = 0;
+	std::string text; // each code mapping and its ShmemPmdMapped, for the case's message
+};
+
+second_code second_maps(const hte_oci_record &rec)
+{
+	auto second = procs_of(rec.mntns, "second");
+	REQUIRE(second.size() == 1);
+	second_code c;
+	c.text = "host's /proc/" + std::to_string(second[0]) + "/smaps:\n";
+	for (auto &m : exec_maps(second[0])) {
+		if (m.path.rfind("/run/hugetext/text/shared/", 0) == 0)
+			c.shared_kb += m.shmem_pmd_kb;
+		if (m.path.empty())
+			c.private_kb += m.anon_huge_kb;
+		c.text += m.path + " ShmemPmdMapped " + std::to_string(m.shmem_pmd_kb) + "\n";
+	}
+	return c;
+}
+
 } // namespace
 
 // (Catch2 indents a wrapped name to its first ": ", which must come within the console's width.)
@@ -1358,21 +1400,17 @@ TEST_CASE("views: the service fills root's entry from the lower layer, links it 
 	std::string img = node_image();
 	// A case before this one may have warmed node's file: then it is on 2 MiB pages with no offer at all.
 	small_page_cache(layer_file(img, "/usr/bin/node"));
-	fs::create_directories(cache);
-	REQUIRE(mount("hth-test-cache", cache.c_str(), "tmpfs", MS_NOSUID | MS_NODEV,
-		      "mode=1777,huge=within_size,size=256m") == 0);
+	tmpfs_cache tc("256m");
 	{
 		service svc({ "--no-warm" }); // the cache's path, as on a file system without 2 MiB folios
 		waiting w(img, { "/usr/bin/node", "-e", twice });
 		auto rec = wait_record();
 		REQUIRE(rec);
 		REQUIRE(rec->has_view);
-		std::string ready = "/proc/" + std::to_string(rec->pid) + "/root/tmp/ready";
-		for (int i = 0; i < 900 && !file_exists(ready); i++)
-			usleep(100000);
+		bool ready = second_ready(*rec);
 		std::string st = read_file(serve_state);
 		INFO("service: " << st << "\n" << read_file(svc.log));
-		REQUIRE(file_exists(ready));
+		REQUIRE(ready);
 		CHECK(st.find("\"linked_total\":0") == std::string::npos);
 		// The view holds a hard link to root's entry (the same inode), named as the container names it.
 		size_t links = 0;
@@ -1385,20 +1423,10 @@ TEST_CASE("views: the service fills root's entry from the lower layer, links it 
 			links++;
 		}
 		CHECK(links >= 1);
-		auto second = procs_of(rec->mntns, "second");
-		REQUIRE(second.size() == 1);
-		uint64_t shmem = 0, priv = 0;
-		std::string text;
-		for (auto &m : exec_maps(second[0])) {
-			if (m.path.rfind("/run/hugetext/text/shared/", 0) == 0)
-				shmem += m.shmem_pmd_kb;
-			if (m.path.empty())
-				priv += m.anon_huge_kb;
-			text += m.path + " ShmemPmdMapped " + std::to_string(m.shmem_pmd_kb) + "\n";
-		}
-		INFO("the second node, host's /proc/" << second[0] << "/smaps:\n" << text);
-		CHECK(shmem >= 20 * 1024);
-		CHECK(priv == 0);
+		second_code sc = second_maps(*rec);
+		INFO("the second node, " << sc.text);
+		CHECK(sc.shared_kb >= 20 * 1024);
+		CHECK(sc.private_kb == 0);
 		// Its offers came on a socket of its own (tools/serve-socks.c): counted as the container's.
 		std::string own = run_dir + "/sockets/" + rec->id + "/service.sock";
 		struct stat sst;
@@ -1414,7 +1442,6 @@ TEST_CASE("views: the service fills root's entry from the lower layer, links it 
 			usleep(100000);
 		CHECK(now_st.find("\"container_sockets\":0,") != std::string::npos);
 	}
-	umount2(cache.c_str(), MNT_DETACH);
 }
 
 // node's image with @n layers more on top (podman build, kept between runs): past about 60 layers
@@ -1449,9 +1476,7 @@ TEST_CASE("an image of 80 layers (overlayfs given relative paths): filled, mappe
 	}
 	std::string base = node_image(), img = layered_image(base, 80);
 	small_page_cache(layer_file(base, "/usr/bin/node"));
-	fs::create_directories(cache);
-	REQUIRE(mount("hth-test-cache", cache.c_str(), "tmpfs", MS_NOSUID | MS_NODEV,
-		      "mode=1777,huge=within_size,size=256m") == 0);
+	tmpfs_cache tc("256m");
 	{
 		service svc({ "--no-warm" });
 		waiting w(img, { "/usr/bin/node", "-e", twice });
@@ -1462,25 +1487,16 @@ TEST_CASE("an image of 80 layers (overlayfs given relative paths): filled, mappe
 		std::string mi = read_file("/proc/" + std::to_string(rec->pid) + "/mountinfo");
 		INFO(mi.substr(0, 400));
 		REQUIRE(mi.find(" - overlay overlay rw,lowerdir=l/") != std::string::npos);
-		std::string ready = "/proc/" + std::to_string(rec->pid) + "/root/tmp/ready";
-		for (int i = 0; i < 900 && !file_exists(ready); i++)
-			usleep(100000);
+		bool ready = second_ready(*rec);
 		std::string st = read_file(serve_state);
 		INFO("service: " << st << "\n" << read_file(svc.log));
-		REQUIRE(file_exists(ready));
+		REQUIRE(ready);
 		CHECK(st.find("\"filled_total\":0") == std::string::npos);
 		CHECK(st.find("\"linked_total\":0") == std::string::npos);
-		auto second = procs_of(rec->mntns, "second");
-		REQUIRE(second.size() == 1);
-		uint64_t shmem = 0, priv = 0;
-		for (auto &m : exec_maps(second[0])) {
-			if (m.path.rfind("/run/hugetext/text/shared/", 0) == 0)
-				shmem += m.shmem_pmd_kb;
-			if (m.path.empty())
-				priv += m.anon_huge_kb;
-		}
-		CHECK(shmem >= 20 * 1024);
-		CHECK(priv == 0);
+		second_code sc = second_maps(*rec);
+		INFO("the second node, " << sc.text);
+		CHECK(sc.shared_kb >= 20 * 1024);
+		CHECK(sc.private_kb == 0);
 		CHECK(w.finish().status == 0);
 		// A new container of the image: node's entry linked into its view by the hook, before it runs.
 		ctr n = run_ctr("annotated", img, { "/usr/bin/node", "-e", "0" }, "1");
@@ -1495,7 +1511,6 @@ TEST_CASE("an image of 80 layers (overlayfs given relative paths): filled, mappe
 		REQUIRE(from != std::string::npos);
 		CHECK(std::strtoul(hl.c_str() + from + 1, nullptr, 10) >= 1);
 	}
-	umount2(cache.c_str(), MNT_DETACH);
 }
 
 TEST_CASE("a container root that rewrites a library gets it served to nobody: refused, no entry, no link",
@@ -1515,9 +1530,7 @@ TEST_CASE("a container root that rewrites a library gets it served to nobody: re
 	t.dir("/tmp");
 	chmod((t.root + "/tmp").c_str(), 01777);
 	std::string img = image_of(t, "node-rw", s.work);
-	fs::create_directories(cache);
-	REQUIRE(mount("hth-test-cache", cache.c_str(), "tmpfs", MS_NOSUID | MS_NODEV,
-		      "mode=1777,huge=within_size,size=256m") == 0);
+	tmpfs_cache tc("256m");
 	{
 		service svc({ "--no-warm" });
 		// Copy-up: the container's root appends to /usr/local/bin/big (it still runs), then runs it.
@@ -1539,7 +1552,6 @@ TEST_CASE("a container root that rewrites a library gets it served to nobody: re
 		CHECK(b.status == 0);
 		CHECK(trim(b.out) == "42");
 	}
-	umount2(cache.c_str(), MNT_DETACH);
 }
 
 TEST_CASE("the service killed mid-offer, stopped, or with a full cache: the containers' programs run as they "
@@ -1592,9 +1604,7 @@ TEST_CASE("the service killed mid-offer, stopped, or with a full cache: the cont
 	}
 	SECTION("a cache too small for the entry: refused, and the container runs as it was")
 	{
-		fs::create_directories(cache);
-		REQUIRE(mount("hth-test-cache", cache.c_str(), "tmpfs", MS_NOSUID | MS_NODEV,
-			      "mode=1777,huge=within_size,size=8m") == 0);
+		tmpfs_cache tc("8m");
 		small_page_cache(real);
 		{
 			service svc({ "--no-warm" });
@@ -1606,6 +1616,5 @@ TEST_CASE("the service killed mid-offer, stopped, or with a full cache: the cont
 			CHECK(st.find("\"filled_total\":0") != std::string::npos);
 			CHECK(st.find("\"refused_total\":0") == std::string::npos);
 		}
-		umount2(cache.c_str(), MNT_DETACH);
 	}
 }

@@ -1,10 +1,12 @@
 // Description: the pure parts of run and pool, and the shared helpers:
-// LD_PRELOAD joining, sizes, THP settings, pool directories, cache names.
+// LD_PRELOAD joining, sizes, THP settings, pool directories, cache names,
+// the fields of the kernel's mount tables.
 #include <catch2/catch.hpp>
 
 #include <cstdlib>
 #include <cstring>
 
+#include "mountfield.h"
 #include "poolcmd.h"
 #include "../../tools/run.h" /* not lib/run.h, the library's run state */
 #include "tool.h"
@@ -155,4 +157,32 @@ TEST_CASE("a fill is stale when its process is gone, or after an hour without a 
 	CHECK(hte_cache_fill_stale("a.text.tmp.43.link", 0, alive_set));
 	CHECK_FALSE(hte_cache_fill_stale("a.text.tmp.x", 3599, alive_set));
 	CHECK(hte_cache_fill_stale("a.text.tmp.x", 3600, alive_set));
+}
+
+TEST_CASE("mount tables: fields split at spaces, the kernel's \\ooo escapes undone, too long refused", "[util]")
+{
+	const char line[] = "  36 35 98:0 /a\\040b  ";
+	const char *p = line, *end = line + std::strlen(line), *f;
+	size_t n;
+	std::string fields;
+	while (hte_mount_field(&p, end, &f, &n))
+		fields += std::string(f, n) + "|";
+	CHECK(fields == "36|35|98:0|/a\\040b|");
+	CHECK(p == end);
+
+	char out[16];
+	const std::string esc = "/a\\040b\\011c\\134";
+	REQUIRE(hte_mount_unescape(esc.data(), esc.size(), out, sizeof(out)) == 0);
+	CHECK(std::string(out) == "/a b\tc\\");
+	// Not an escape: a first digit past 3, a non-octal digit, one cut short by the field's end.
+	const std::string raw = "\\400\\08\\04";
+	REQUIRE(hte_mount_unescape(raw.data(), raw.size(), out, sizeof(out)) == 0);
+	CHECK(std::string(out) == raw);
+	// Exactly what fits (15 bytes and the NUL), one byte more, and no room at all.
+	CHECK(hte_mount_unescape("abcdefghijklmno", 15, out, sizeof(out)) == 0);
+	CHECK(std::string(out) == "abcdefghijklmno");
+	CHECK(hte_mount_unescape("abcdefghijklmnop", 16, out, sizeof(out)) == -1);
+	CHECK(hte_mount_unescape("", 0, out, 0) == -1);
+	CHECK(hte_mount_unescape("", 0, out, 1) == 0);
+	CHECK(out[0] == '\0');
 }
