@@ -1,7 +1,8 @@
 #!/bin/sh
 # The whole containers suite: the CI-sized part that `meson test` runs
 # (the case list of tests/containers/test-containers.cpp without [full])
-# and the rest (clang++ with its libraries, --read-only, a user namespace,
+# and the rest (clang++ with its libraries, --read-only, a user namespace
+# (injected; its files, chowned to its mapped root, refused by the service),
 # a container started again; the text service's side: a container root
 # that rewrites a library, the service killed mid-offer, the cache full).
 # As root, on a machine where Podman with runc works.

@@ -1444,6 +1444,43 @@ TEST_CASE("views: the service fills root's entry from the lower layer, links it 
 	}
 }
 
+// A container in a user namespace (--uidmap): Podman 4.3 with runc 1.1 (no idmapped mounts) runs it
+// on a copy of the image's layers chowned to the uids it maps to (storage's "mapped/0/"), so its
+// root's files are the host's uid 100000's, and the service takes none of them.
+TEST_CASE("a user-namespaced container's files are its mapped root's: refused, nothing filled or linked, it "
+	  "runs as it was", "[full][service][userns]")
+{
+	if (!have_program("node")) {
+		WARN("node is missing: no node image");
+		return;
+	}
+	std::string img = node_image();
+	tmpfs_cache tc("256m");
+	service svc({ "--no-warm" });
+	const std::string node_twice = "const cp = require('child_process');"
+				       "for (let i = 0; i < 2; i++) cp.spawnSync('/usr/bin/node', ['-e', '0']);"
+				       "console.log(require('fs').readFileSync('/tmp/report.json', 'utf8'));"
+				       "console.log('mountinfo ' + require('fs').readFileSync('/proc/self/mountinfo', 'utf8'));";
+	ctr c = run_ctr("annotated", img, { "/usr/bin/node", "-e", node_twice }, "1",
+			{ "--uidmap", "0:100000:65536", "--gidmap", "0:100000:65536", "-e",
+			  "HUGETEXT_REPORT=/tmp/report.json" });
+	std::string st = svc.wait_count("refused_total", 1, 30);
+	INFO("container: " << c.out << c.err << "\nhook: " << log_of(c.id) << "\nservice: " << st);
+	REQUIRE(c.status == 0);
+	CHECK(log_of(c.id).find(" injected (glibc ") != std::string::npos);
+	// Its layers: the chowned copy, as the kernel shows the rootfs.
+	CHECK(c.out.find("/mapped/0/") != std::string::npos);
+	// The service judged the sender and the file as the host sees them: uid 100000's, refused.
+	CHECK(st.find("the file does not belong to root (uid 100000") != std::string::npos);
+	CHECK(st.find("\"filled_total\":0,") != std::string::npos);
+	CHECK(st.find("\"linked_total\":0,") != std::string::npos);
+	CHECK(st.find("\"cache_used\":0,") != std::string::npos);
+	// Its programs were moved as on any machine without the service (a private copy, or not yet),
+	// never from the cache.
+	CHECK(c.out.find("\"object\":\"/usr/bin/node\"") != std::string::npos);
+	CHECK(c.out.find("\"cache\":\"hit\"") == std::string::npos);
+}
+
 // node's image with @n layers more on top (podman build, kept between runs): past about 60 layers
 // Podman gives overlayfs the layers as relative paths.
 std::string layered_image(const std::string &base, int n)
