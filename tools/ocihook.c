@@ -102,6 +102,7 @@ struct inject {
 	int sock_tree;      /* the socket's clone (or its directory's: own_sock), or -1 */
 	int sock_dir;       /* <sockets>/<id>, made for the container, or -1 */
 	int own_sock;       /* sock_tree is the container's own socket's directory */
+	int sockets_full;   /* as many containers as the service listens for have one: the host's socket */
 	int view_tree;      /* the view's clone, or -1 */
 	int cfd;            /* <cache>/shared/c, or -1 */
 	char *host_mounts;  /* the host's mountinfo */
@@ -706,6 +707,30 @@ static int host_preload(struct hook *h, struct inject *in, char *why, size_t cap
 }
 
 /*
+ * How many containers' directories <sockets>/ holds (the names the service
+ * takes), counted up to @most + 1: the service listens in at most
+ * HTE_CONTAINER_SOCKETS_MAX of them.  Directories a runtime left behind
+ * count too: past the limit a container gets the host's socket, never a
+ * link that leads nowhere.
+ */
+static int sockets_count(int sd, int most)
+{
+	int d2 = openat(sd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC), n = 0;
+	DIR *d = d2 >= 0 ? fdopendir(d2) : NULL;
+	struct dirent *e;
+
+	if (!d) {
+		if (d2 >= 0)
+			close(d2);
+		return most + 1; /* unreadable: as full */
+	}
+	while (n <= most && (e = readdir(d)))
+		n += e->d_name[0] != '.' && hte_id_valid(e->d_name);
+	closedir(d);
+	return n;
+}
+
+/*
  * A socket of its own (serve-socks.c): when the service made <sockets>/,
  * the container's directory there, made and cloned; the service listens
  * in it once it sees it.  Else nothing (host_socket() then).
@@ -725,6 +750,13 @@ static void own_socket(struct hook *h, struct inject *in)
 	remove_own_socket(sd, h->st.id);
 	if (mkdirat(sd, h->st.id, 0755) < 0 || fchmodat(sd, h->st.id, 0755, 0) < 0) {
 		close(sd);
+		return;
+	}
+	/* Counted with ours, so two hooks at the last place do not both take it. */
+	if (sockets_count(sd, HTE_CONTAINER_SOCKETS_MAX) > HTE_CONTAINER_SOCKETS_MAX) {
+		remove_own_socket(sd, h->st.id);
+		close(sd);
+		in->sockets_full = 1;
 		return;
 	}
 	d = openat(sd, h->st.id, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
@@ -1347,8 +1379,10 @@ static void inject_free(struct inject *in)
 static void injected_reason(struct hook *h, struct inject *in, const char *noview, int ready)
 {
 	struct hte_oci_record *r = h->rec;
-	const char *sock = !in->own_sock ? (in->sock_tree >= 0 ? "the service's socket"
-							       : "no service socket (none was listening)")
+	const char *sock = !in->own_sock ? (in->sock_tree < 0 ? "no service socket (none was listening)"
+					    : in->sockets_full ? "the service's socket (as many containers as it "
+								 "listens for have one of their own)"
+							       : "the service's socket")
 			   : ready ? "a socket of its own to the service"
 				   : "a socket of its own to the service (not listening yet)";
 

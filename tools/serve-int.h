@@ -54,7 +54,7 @@
 #define RECORDS_MAX 512    /* container records read */
 #define VIEW_SWEEP_S 30    /* between two looks for views of stopped containers */
 #define VIEW_GRACE_S 60    /* a view with no record is a container being made, for this long */
-#define CSOCK_MAX 512      /* containers with a socket of their own at once */
+#define CSOCK_MAX HTE_CONTAINER_SOCKETS_MAX /* containers with a socket of their own at once */
 #define CSOCK_TAG 0x40000000u         /* epoll tags: CSOCK_TAG + i, container socket i... */
 #define CSOCK_NOTIFY (UINT32_MAX - 1) /* ...and the watch on their directory */
 

@@ -105,6 +105,8 @@ long hte_share_pick(const struct hte_cache_entry *e, size_t n, int nowners, int 
  */
 #define HTE_CONTAINER_SOCKETS_NAME "sockets"
 #define HTE_CONTAINER_SOCKET_NAME "service.sock"
+/* Containers with a socket of their own at once; past it the hook binds the host's socket. */
+#define HTE_CONTAINER_SOCKETS_MAX 512
 /* The per-container views of the shared cache: HT_TEXT_CACHE_DIR/shared/c/<id>. */
 #define HTE_VIEWS "c"
 

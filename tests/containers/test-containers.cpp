@@ -43,6 +43,7 @@
 
 extern "C" {
 #include "ocihook.h"
+#include "serve.h"
 }
 
 namespace fs = std::filesystem;
@@ -713,6 +714,47 @@ TEST_CASE("an annotated container gets the preload, its image's own entries kept
 	CHECK(line_of(plain.out, "etc-ld.so.preload") == "file [# the image's own|/usr/lib/libkeep.so|]");
 	CHECK(line_of(plain.out, "preload-mapped") == "no");
 	CHECK(line_of(plain.out, "keep-mapped") == "yes");
+}
+
+// As many containers' directories as the service listens in (HTE_CONTAINER_SOCKETS_MAX), made as a
+// runtime that died before its poststops would leave them.
+TEST_CASE("past as many containers as the service listens for, a container gets the host's socket, never a "
+	  "link to none", "[hook][full][service]")
+{
+	setup &s = the_setup();
+	service svc;
+	const std::string dir = run_dir + "/sockets";
+	struct stat st;
+	REQUIRE((stat(dir.c_str(), &st) == 0 && S_ISDIR(st.st_mode)));
+	std::vector<std::string> made;
+	auto remove_made = [&](const std::string &d) {
+		unlink((d + "/service.sock").c_str()); // the service bound one in each
+		rmdir(d.c_str());
+	};
+	for (int i = 0; i < HTE_CONTAINER_SOCKETS_MAX; i++) {
+		made.push_back(dir + "/hth-left-" + std::to_string(i));
+		REQUIRE(mkdir(made.back().c_str(), 0755) == 0);
+	}
+	ctr c = run_ctr("annotated", s.probe_image, { "/probe", "write" }, "1");
+	{
+		INFO(c.out << c.err << log_of(c.id));
+		CHECK(c.status == 0);
+		CHECK(line_of(c.out, "service-sock") == "socket");
+		CHECK(log_of(c.id).find("the service's socket (as many containers as it listens for have one of their "
+					"own)") != std::string::npos);
+	}
+	// One place free again: the next container has a socket of its own.
+	remove_made(made.back());
+	made.pop_back();
+	ctr c2 = run_ctr("annotated", s.probe_image, { "/probe", "write" }, "1");
+	{
+		INFO(c2.out << c2.err << log_of(c2.id));
+		CHECK(c2.status == 0);
+		CHECK(line_of(c2.out, "service-sock") == "symlink");
+		CHECK(log_of(c2.id).find("a socket of its own to the service") != std::string::npos);
+	}
+	for (auto &d : made)
+		remove_made(d);
 }
 
 TEST_CASE("the host's policy: containers = all takes every container but those annotated 0; off takes none",
