@@ -16,7 +16,9 @@
  * runtime that died before poststop leaves the directory: its listener is
  * closed VIEW_GRACE_S after it was made once the record says the init is
  * gone, and the directory is left alone (the service removes nothing; a
- * container started again under that id gets a new directory).
+ * container started again under that id gets a new directory).  It
+ * listens in HTE_CONTAINER_SOCKETS_MAX directories at most; the hook makes
+ * none past that many (counting its own), and binds the host's socket.
  *
  * Every connection on a container's socket is that container's, whatever
  * uid it carries: its rate, its held connections, its budget.  A container
