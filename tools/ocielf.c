@@ -9,24 +9,9 @@
 
 #include <elf.h>
 #include <gelf.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static int fail(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-
-static int fail(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (err && errlen) {
-		va_start(ap, fmt);
-		vsnprintf(err, errlen, fmt, ap);
-		va_end(ap);
-	}
-	return -1;
-}
 
 /* Copies the string at @off of string table @strndx; -1 when it is not there or too long. */
 static int copy_name(Elf *elf, size_t strndx, size_t off, char *out)
@@ -46,27 +31,27 @@ static int read_verdef(Elf *elf, Elf_Scn *scn, const GElf_Shdr *sh, struct hte_e
 	size_t off = 0;
 
 	if (!d)
-		return fail(err, errlen, "version definitions unreadable: %s", elf_errmsg(-1));
+		return hte_oci_why(err, errlen, "version definitions unreadable: %s", elf_errmsg(-1));
 	for (unsigned i = 0; i < sh->sh_info; i++) {
 		GElf_Verdef vd;
 		GElf_Verdaux va;
 
 		if (!gelf_getverdef(d, (int)off, &vd))
-			return fail(err, errlen, "version definition %u unreadable", i);
+			return hte_oci_why(err, errlen, "version definition %u unreadable", i);
 		if (vd.vd_cnt > 0) {
 			if (!gelf_getverdaux(d, (int)(off + vd.vd_aux), &va))
-				return fail(err, errlen, "version definition %u unreadable", i);
+				return hte_oci_why(err, errlen, "version definition %u unreadable", i);
 			if (v->ndef == HTE_VER_DEFS_MAX)
-				return fail(err, errlen, "more than %u version definitions", HTE_VER_DEFS_MAX);
+				return hte_oci_why(err, errlen, "more than %u version definitions", HTE_VER_DEFS_MAX);
 			if (copy_name(elf, sh->sh_link, va.vda_name, v->def[v->ndef]) < 0)
-				return fail(err, errlen, "version definition %u has no name", i);
+				return hte_oci_why(err, errlen, "version definition %u has no name", i);
 			v->ndef++;
 		}
 		if (vd.vd_next == 0)
 			break;
 		off += vd.vd_next;
 		if (off >= d->d_size)
-			return fail(err, errlen, "version definition %u points outside its section", i);
+			return hte_oci_why(err, errlen, "version definition %u points outside its section", i);
 	}
 	return 0;
 }
@@ -80,11 +65,11 @@ static int read_vernaux(Elf *elf, Elf_Data *d, size_t off, const GElf_Verneed *v
 		GElf_Vernaux va;
 
 		if (!gelf_getvernaux(d, (int)aoff, &va))
-			return fail(err, errlen, "version need of %s unreadable", need->file);
+			return hte_oci_why(err, errlen, "version need of %s unreadable", need->file);
 		if (need->n == HTE_VER_NEEDS_MAX)
-			return fail(err, errlen, "more than %u versions needed of %s", HTE_VER_NEEDS_MAX, need->file);
+			return hte_oci_why(err, errlen, "more than %u versions needed of %s", HTE_VER_NEEDS_MAX, need->file);
 		if (copy_name(elf, strndx, va.vna_name, need->name[need->n]) < 0)
-			return fail(err, errlen, "a version needed of %s has no name", need->file);
+			return hte_oci_why(err, errlen, "a version needed of %s has no name", need->file);
 		need->n++;
 		if (va.vna_next == 0)
 			break;
@@ -100,25 +85,25 @@ static int read_verneed(Elf *elf, Elf_Scn *scn, const GElf_Shdr *sh, struct hte_
 	size_t off = 0;
 
 	if (!d)
-		return fail(err, errlen, "version needs unreadable: %s", elf_errmsg(-1));
+		return hte_oci_why(err, errlen, "version needs unreadable: %s", elf_errmsg(-1));
 	for (unsigned i = 0; i < sh->sh_info; i++) {
 		GElf_Verneed vn;
 		struct hte_verneed *need;
 
 		if (!gelf_getverneed(d, (int)off, &vn))
-			return fail(err, errlen, "version need %u unreadable", i);
+			return hte_oci_why(err, errlen, "version need %u unreadable", i);
 		if (v->nfiles == HTE_VER_FILES_MAX)
-			return fail(err, errlen, "versions needed of more than %u files", HTE_VER_FILES_MAX);
+			return hte_oci_why(err, errlen, "versions needed of more than %u files", HTE_VER_FILES_MAX);
 		need = &v->need[v->nfiles++];
 		if (copy_name(elf, sh->sh_link, vn.vn_file, need->file) < 0)
-			return fail(err, errlen, "version need %u names no file", i);
+			return hte_oci_why(err, errlen, "version need %u names no file", i);
 		if (read_vernaux(elf, d, off, &vn, sh->sh_link, need, err, errlen) < 0)
 			return -1;
 		if (vn.vn_next == 0)
 			break;
 		off += vn.vn_next;
 		if (off >= d->d_size)
-			return fail(err, errlen, "version need %u points outside its section", i);
+			return hte_oci_why(err, errlen, "version need %u points outside its section", i);
 	}
 	return 0;
 }
@@ -135,7 +120,7 @@ static int read_needed(Elf *elf, Elf_Scn *scn, const GElf_Shdr *sh, struct hte_e
 	size_t n = sh->sh_entsize ? sh->sh_size / sh->sh_entsize : 0;
 
 	if (!d)
-		return fail(err, errlen, "the dynamic section is unreadable: %s", elf_errmsg(-1));
+		return hte_oci_why(err, errlen, "the dynamic section is unreadable: %s", elf_errmsg(-1));
 	for (size_t i = 0; i < n; i++) {
 		GElf_Dyn dyn;
 		char name[HTE_VER_NAME_MAX];
@@ -148,13 +133,13 @@ static int read_needed(Elf *elf, Elf_Scn *scn, const GElf_Shdr *sh, struct hte_e
 		if (dyn.d_tag != DT_NEEDED)
 			continue;
 		if (copy_name(elf, sh->sh_link, dyn.d_un.d_val, name) < 0)
-			return fail(err, errlen, "a needed library has no name");
+			return hte_oci_why(err, errlen, "a needed library has no name");
 		while (k < v->nfiles && strcmp(v->need[k].file, name) != 0)
 			k++;
 		if (k < v->nfiles)
 			continue;
 		if (v->nfiles == HTE_VER_FILES_MAX)
-			return fail(err, errlen, "more than %u libraries needed", HTE_VER_FILES_MAX);
+			return hte_oci_why(err, errlen, "more than %u libraries needed", HTE_VER_FILES_MAX);
 		memset(&v->need[v->nfiles], 0, sizeof(v->need[0]));
 		memcpy(v->need[v->nfiles++].file, name, strlen(name) + 1);
 	}
@@ -167,7 +152,7 @@ static int read_all(Elf *elf, struct hte_elf_versions *v, char *err, size_t errl
 	Elf_Scn *scn = NULL;
 
 	if (elf_kind(elf) != ELF_K_ELF || !gelf_getehdr(elf, &eh))
-		return fail(err, errlen, "not an ELF file");
+		return hte_oci_why(err, errlen, "not an ELF file");
 	v->elfclass = gelf_getclass(elf) == ELFCLASS64 ? 64 : 32;
 	v->msb = eh.e_ident[EI_DATA] == ELFDATA2MSB;
 	v->machine = eh.e_machine;
@@ -176,7 +161,7 @@ static int read_all(Elf *elf, struct hte_elf_versions *v, char *err, size_t errl
 		GElf_Shdr sh;
 
 		if (!gelf_getshdr(scn, &sh))
-			return fail(err, errlen, "a section header is unreadable: %s", elf_errmsg(-1));
+			return hte_oci_why(err, errlen, "a section header is unreadable: %s", elf_errmsg(-1));
 		if (sh.sh_type == SHT_GNU_verdef && read_verdef(elf, scn, &sh, v, err, errlen) < 0)
 			return -1;
 		if (sh.sh_type == SHT_GNU_verneed && read_verneed(elf, scn, &sh, v, err, errlen) < 0)
@@ -202,13 +187,13 @@ int hte_elf_versions_read(const void *buf, size_t len, struct hte_elf_versions *
 	if (err && errlen)
 		err[0] = '\0';
 	if (!buf || len < EI_NIDENT || memcmp(buf, ELFMAG, SELFMAG) != 0)
-		return fail(err, errlen, "not an ELF file");
+		return hte_oci_why(err, errlen, "not an ELF file");
 	if (elf_version(EV_CURRENT) == EV_NONE)
-		return fail(err, errlen, "libelf: %s", elf_errmsg(-1));
+		return hte_oci_why(err, errlen, "libelf: %s", elf_errmsg(-1));
 	/* libelf reads the buffer only (ELF_C_READ_MMAP's in-memory sibling): nothing is written. */
 	elf = elf_memory((char *)(uintptr_t)buf, len);
 	if (!elf)
-		return fail(err, errlen, "libelf: %s", elf_errmsg(-1));
+		return hte_oci_why(err, errlen, "libelf: %s", elf_errmsg(-1));
 	rc = read_all(elf, v, err, errlen);
 	elf_end(elf);
 	if (rc < 0) {

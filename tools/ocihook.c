@@ -130,18 +130,6 @@ struct hook {
 
 /* --- small I/O helpers --- */
 
-/* Says why into @why; a reason longer than @cap is cut, which is what a reason may be. */
-static void whyf(char *why, size_t cap, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-
-static void whyf(char *why, size_t cap, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(why, cap, fmt, ap);
-	va_end(ap);
-}
-
 /* Reads all of @fd, at most @max bytes.  Returns: 0, -EFBIG past @max, or a negative errno. */
 static int read_all(int fd, size_t max, char **out, size_t *len)
 {
@@ -613,27 +601,27 @@ static int read_config(struct hook *h, struct inject *in, char *why, size_t cap)
 	snprintf(path, sizeof(path), "%s/config.json", h->st.bundle);
 	fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
 	if (fd < 0) {
-		whyf(why, cap, "cannot open %s: %s", path, strerror(errno));
+		hte_oci_why(why, cap, "cannot open %s: %s", path, strerror(errno));
 		return -1;
 	}
 	rc = read_all(fd, HTE_OCI_CONFIG_MAX, &buf, &len);
 	close(fd);
 	if (rc < 0) {
-		whyf(why, cap, "cannot read %s: %s", path, rc == -EFBIG ? "too long" : strerror(-rc));
+		hte_oci_why(why, cap, "cannot read %s: %s", path, rc == -EFBIG ? "too long" : strerror(-rc));
 		return -1;
 	}
 	rc = hte_oci_config_parse(buf, len, &in->cfg, err, sizeof(err));
 	free(buf);
 	if (rc < 0) {
-		whyf(why, cap, "%s", err);
+		hte_oci_why(why, cap, "%s", err);
 		return -1;
 	}
 	if (!in->cfg.mount_ns) {
-		whyf(why, cap, "it has no mount namespace of its own: nothing is mounted");
+		hte_oci_why(why, cap, "it has no mount namespace of its own: nothing is mounted");
 		return -1;
 	}
 	if (in->cfg.mount_ns_joined) {
-		whyf(why, cap, "it joins another process's mount namespace: nothing is mounted");
+		hte_oci_why(why, cap, "it joins another process's mount namespace: nothing is mounted");
 		return -1;
 	}
 	return 0;
@@ -676,31 +664,31 @@ static int host_preload(struct hook *h, struct inject *in, char *why, size_t cap
 
 	in->pre_fd = open(h->o.preload, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
 	if (in->pre_fd < 0 || fstat(in->pre_fd, &st) < 0) {
-		whyf(why, cap, "the host's preload %s: %s", h->o.preload, strerror(errno));
+		hte_oci_why(why, cap, "the host's preload %s: %s", h->o.preload, strerror(errno));
 		return -1;
 	}
 	if (!S_ISREG(st.st_mode) || st.st_uid != 0 || (st.st_mode & (S_IWGRP | S_IWOTH)) ||
 	    (uint64_t)st.st_size > FILE_MAX) {
-		whyf(why, cap, "the host's preload %s is not a regular file that only root may write",
+		hte_oci_why(why, cap, "the host's preload %s is not a regular file that only root may write",
 			 h->o.preload);
 		return -1;
 	}
 	rc = read_all(in->pre_fd, FILE_MAX, &buf, &len);
 	if (rc < 0) {
-		whyf(why, cap, "the host's preload %s: %s", h->o.preload, strerror(-rc));
+		hte_oci_why(why, cap, "the host's preload %s: %s", h->o.preload, strerror(-rc));
 		return -1;
 	}
 	in->pre_v = malloc(sizeof(*in->pre_v));
 	rc = in->pre_v ? hte_elf_versions_read(buf, len, in->pre_v, err, sizeof(err)) : -1;
 	free(buf);
 	if (rc < 0 || !hte_loader_path(in->pre_v->machine, in->pre_v->elfclass)) {
-		whyf(why, cap, "the host's preload %s: %s", h->o.preload,
+		hte_oci_why(why, cap, "the host's preload %s: %s", h->o.preload,
 			 rc < 0 ? err : "built for a machine the hook does not know");
 		return -1;
 	}
 	in->pre_tree = clone_ro(in->pre_fd, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV);
 	if (in->pre_tree < 0) {
-		whyf(why, cap, "cannot clone the host's preload (open_tree): %s", strerror(-in->pre_tree));
+		hte_oci_why(why, cap, "cannot clone the host's preload (open_tree): %s", strerror(-in->pre_tree));
 		return -1;
 	}
 	return 0;
@@ -935,17 +923,17 @@ static int image_versions(struct inject *in, const char *path, struct hte_elf_ve
 	int rc = read_in_root(in, path, FILE_MAX, &buf, &len);
 
 	if (rc < 0) {
-		whyf(why, cap, "the image's %s: %s", path, read_error(rc));
+		hte_oci_why(why, cap, "the image's %s: %s", path, read_error(rc));
 		return rc;
 	}
 	rc = hte_elf_versions_read(buf, len, v, err, sizeof(err));
 	free(buf);
 	if (rc < 0) {
-		whyf(why, cap, "the image's %s: %s", path, err);
+		hte_oci_why(why, cap, "the image's %s: %s", path, err);
 		return -EINVAL;
 	}
 	if (v->machine != in->pre_v->machine || v->elfclass != in->pre_v->elfclass || v->msb != in->pre_v->msb) {
-		whyf(why, cap, "the image's %s is for another machine (e_machine %u, %d-bit) than the "
+		hte_oci_why(why, cap, "the image's %s is for another machine (e_machine %u, %d-bit) than the "
 			 "preload (e_machine %u, %d-bit)", path, v->machine, v->elfclass, in->pre_v->machine,
 			 in->pre_v->elfclass);
 		return -EINVAL;
@@ -986,12 +974,12 @@ static int glibc_check(struct hook *h, struct inject *in, char *why, size_t cap)
 	int rc = -1;
 
 	if (!ld || !lib) {
-		whyf(why, cap, "out of memory");
+		hte_oci_why(why, cap, "out of memory");
 		goto out;
 	}
 	rc = image_versions(in, loader, ld, why, cap);
 	if (rc == -ENOENT)
-		whyf(why, cap, "no glibc loader %s in the image (musl, static, or another architecture): "
+		hte_oci_why(why, cap, "no glibc loader %s in the image (musl, static, or another architecture): "
 			 "left as it is", loader);
 	if (rc < 0)
 		goto out;
@@ -1004,7 +992,7 @@ static int glibc_check(struct hook *h, struct inject *in, char *why, size_t cap)
 		if (!(ld->ndef && strcmp(ld->def[0], need->file) == 0)) {
 			rc = find_library(in, need->file, path, sizeof(path));
 			if (rc < 0) {
-				whyf(why, cap, "no %s (which the preload needs) in the image's library directories: "
+				hte_oci_why(why, cap, "no %s (which the preload needs) in the image's library directories: "
 				     "left as it is", need->file);
 				goto out;
 			}
@@ -1020,10 +1008,10 @@ static int glibc_check(struct hook *h, struct inject *in, char *why, size_t cap)
 		if (!hte_versions_cover(have, need, missing, sizeof(missing))) {
 			rc = -1;
 			if (have == lib && h->rec->has_glibc)
-				whyf(why, cap, "the image's %s (glibc %s) lacks %s, which the preload needs: "
+				hte_oci_why(why, cap, "the image's %s (glibc %s) lacks %s, which the preload needs: "
 					 "left as it is", path, h->rec->glibc, missing);
 			else
-				whyf(why, cap, "the image's %s lacks %s, which the preload needs: left as it is",
+				hte_oci_why(why, cap, "the image's %s lacks %s, which the preload needs: left as it is",
 					 have == lib ? path : loader, missing);
 			goto out;
 		}
@@ -1064,12 +1052,12 @@ static int target_dir(struct inject *in, int dirfd, const char *name, const char
 
 	if (fd == -ENOENT && made) {
 		if (!may_create(in, dirfd)) {
-			whyf(why, cap, "%s is missing and its directory is not the container's own layer: "
+			hte_oci_why(why, cap, "%s is missing and its directory is not the container's own layer: "
 				 "nothing is made there", shown);
 			return -1;
 		}
 		if (mkdirat(dirfd, name, 0755) < 0) {
-			whyf(why, cap, "cannot make %s: %s", shown, strerror(errno));
+			hte_oci_why(why, cap, "cannot make %s: %s", shown, strerror(errno));
 			return -1;
 		}
 		fchmodat(dirfd, name, 0755, 0);
@@ -1080,13 +1068,13 @@ static int target_dir(struct inject *in, int dirfd, const char *name, const char
 	if (fd >= 0)
 		return fd;
 	if (fd == -ELOOP)
-		whyf(why, cap, "%s is a symbolic link: refused", shown);
+		hte_oci_why(why, cap, "%s is a symbolic link: refused", shown);
 	else if (fd == -ENOTDIR)
-		whyf(why, cap, "%s is not a directory: refused", shown);
+		hte_oci_why(why, cap, "%s is not a directory: refused", shown);
 	else if (fd == -ENOENT)
-		whyf(why, cap, "the image has no %s: refused", shown);
+		hte_oci_why(why, cap, "the image has no %s: refused", shown);
 	else
-		whyf(why, cap, "cannot open %s: %s", shown, strerror(-fd));
+		hte_oci_why(why, cap, "cannot open %s: %s", shown, strerror(-fd));
 	return -1;
 }
 
@@ -1103,14 +1091,14 @@ static int target_preload_list(struct inject *in, char *why, size_t cap, char **
 				       RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS);
 	if (in->etc_pre == -ENOENT) {
 		if (!may_create(in, in->etc)) {
-			whyf(why, cap, "/etc/ld.so.preload is missing and /etc is not the container's own layer "
+			hte_oci_why(why, cap, "/etc/ld.so.preload is missing and /etc is not the container's own layer "
 				 "(a volume?): nothing is made there");
 			return -1;
 		}
 		/* O_EXCL: never through a link, never over a file that appeared meanwhile. */
 		fd = openat(in->etc, "ld.so.preload", O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
 		if (fd < 0) {
-			whyf(why, cap, "cannot make /etc/ld.so.preload: %s", strerror(errno));
+			hte_oci_why(why, cap, "cannot make /etc/ld.so.preload: %s", strerror(errno));
 			return -1;
 		}
 		in->made_etc_pre = 1;
@@ -1120,19 +1108,19 @@ static int target_preload_list(struct inject *in, char *why, size_t cap, char **
 					       RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS);
 	}
 	if (in->etc_pre == -ELOOP) {
-		whyf(why, cap, "/etc/ld.so.preload is a symbolic link: refused");
+		hte_oci_why(why, cap, "/etc/ld.so.preload is a symbolic link: refused");
 		return -1;
 	}
 	if (in->etc_pre < 0) {
-		whyf(why, cap, "cannot open /etc/ld.so.preload: %s", strerror(-in->etc_pre));
+		hte_oci_why(why, cap, "cannot open /etc/ld.so.preload: %s", strerror(-in->etc_pre));
 		return -1;
 	}
 	if (fstat(in->etc_pre, &st) < 0 || !S_ISREG(st.st_mode)) {
-		whyf(why, cap, "/etc/ld.so.preload is not a regular file: refused");
+		hte_oci_why(why, cap, "/etc/ld.so.preload is not a regular file: refused");
 		return -1;
 	}
 	if ((uint64_t)st.st_size > HTE_OCI_PRELOAD_LIST_MAX) {
-		whyf(why, cap, "/etc/ld.so.preload is longer than %u bytes: refused", HTE_OCI_PRELOAD_LIST_MAX);
+		hte_oci_why(why, cap, "/etc/ld.so.preload is longer than %u bytes: refused", HTE_OCI_PRELOAD_LIST_MAX);
 		return -1;
 	}
 	if (in->made_etc_pre)
@@ -1140,13 +1128,13 @@ static int target_preload_list(struct inject *in, char *why, size_t cap, char **
 	snprintf(rel, sizeof(rel), "self/fd/%d", in->etc_pre);
 	rd = openat(in->proc, rel, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
 	if (rd < 0) {
-		whyf(why, cap, "cannot read /etc/ld.so.preload: %s", strerror(errno));
+		hte_oci_why(why, cap, "cannot read /etc/ld.so.preload: %s", strerror(errno));
 		return -1;
 	}
 	rc = read_all(rd, HTE_OCI_PRELOAD_LIST_MAX, text, len);
 	close(rd);
 	if (rc < 0) {
-		whyf(why, cap, "cannot read /etc/ld.so.preload: %s", rc == -EFBIG ? "too long" : strerror(-rc));
+		hte_oci_why(why, cap, "cannot read /etc/ld.so.preload: %s", rc == -EFBIG ? "too long" : strerror(-rc));
 		return -1;
 	}
 	return 0;
@@ -1168,7 +1156,7 @@ static int targets(struct hook *h, struct inject *in, char *why, size_t cap)
 	n = hte_preload_list_merge(text, len, HTE_OCI_PRELOAD_IN, in->list, sizeof(in->list), &h->rec->kept);
 	free(text);
 	if (n < 0) {
-		whyf(why, cap, "/etc/ld.so.preload holds a NUL byte or too much: refused");
+		hte_oci_why(why, cap, "/etc/ld.so.preload holds a NUL byte or too much: refused");
 		return -1;
 	}
 	in->list_len = n;
@@ -1180,11 +1168,11 @@ static int targets(struct hook *h, struct inject *in, char *why, size_t cap)
 		return -1;
 	/* A mount under a shared one would propagate to its peers, maybe the host's. */
 	if (fd_mount(in->proc, in->run_ht, &m) < 0 || m.shared) {
-		whyf(why, cap, "/run/hugetext lies on a shared mount (its mounts would propagate out): refused");
+		hte_oci_why(why, cap, "/run/hugetext lies on a shared mount (its mounts would propagate out): refused");
 		return -1;
 	}
 	if (fd_mount(in->proc, in->etc_pre, &m) < 0 || m.shared) {
-		whyf(why, cap, "/etc/ld.so.preload lies on a shared mount: refused");
+		hte_oci_why(why, cap, "/etc/ld.so.preload lies on a shared mount: refused");
 		return -1;
 	}
 	return 0;
@@ -1267,7 +1255,7 @@ static int mount_all(struct inject *in, char *why, size_t cap)
 	int a = our_tmpfs("1m"), lt = -1;
 
 	if (a < 0) {
-		whyf(why, cap, "cannot make a tmpfs (fsopen): %s", strerror(errno));
+		hte_oci_why(why, cap, "cannot make a tmpfs (fsopen): %s", strerror(errno));
 		return -1;
 	}
 	if (our_file(a, "ld.so.preload", in->list, (size_t)in->list_len) < 0 ||
@@ -1276,35 +1264,35 @@ static int mount_all(struct inject *in, char *why, size_t cap)
 	    (in->own_sock && (mkdirat(a, "sock", 0755) < 0 || fchmodat(a, "sock", 0755, 0) < 0 ||
 			      symlinkat("sock/" HTE_CONTAINER_SOCKET_NAME, a, "service.sock") < 0)) ||
 	    (in->view_tree >= 0 && (mkdirat(a, "text", 0755) < 0 || fchmodat(a, "text", 0755, 0) < 0))) {
-		whyf(why, cap, "cannot fill our tmpfs: %s", strerror(errno));
+		hte_oci_why(why, cap, "cannot fill our tmpfs: %s", strerror(errno));
 		close(a);
 		return -1;
 	}
 	if (move_mount(a, "", in->run_ht, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0) {
-		whyf(why, cap, "cannot mount on /run/hugetext (move_mount): %s", strerror(errno));
+		hte_oci_why(why, cap, "cannot mount on /run/hugetext (move_mount): %s", strerror(errno));
 		close(a);
 		return -1;
 	}
 	if (attach_at(in->pre_tree, a, HTE_OCI_PRELOAD_NAME, 0) < 0) {
-		whyf(why, cap, "cannot bind the preload: %s", strerror(errno));
+		hte_oci_why(why, cap, "cannot bind the preload: %s", strerror(errno));
 		goto undo;
 	}
 	if (in->sock_tree >= 0 && attach_at(in->sock_tree, a, in->own_sock ? "sock" : "service.sock", in->own_sock) < 0) {
-		whyf(why, cap, "cannot bind the service's socket: %s", strerror(errno));
+		hte_oci_why(why, cap, "cannot bind the service's socket: %s", strerror(errno));
 		goto undo;
 	}
 	if (in->view_tree >= 0 && mount_text(a, in->view_tree) < 0) {
-		whyf(why, cap, "cannot mount the cache view: %s", strerror(errno));
+		hte_oci_why(why, cap, "cannot mount the cache view: %s", strerror(errno));
 		goto undo;
 	}
 	if (set_ro(a, 1) < 0) {
-		whyf(why, cap, "cannot make /run/hugetext read-only: %s", strerror(errno));
+		hte_oci_why(why, cap, "cannot make /run/hugetext read-only: %s", strerror(errno));
 		goto undo;
 	}
 	/* Last: the one mount that makes the loader load the preload. */
 	lt = clone_ro_at(a, "ld.so.preload", MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC);
 	if (lt < 0 || move_mount(lt, "", in->etc_pre, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0) {
-		whyf(why, cap, "cannot bind /etc/ld.so.preload: %s", strerror(lt < 0 ? -lt : errno));
+		hte_oci_why(why, cap, "cannot bind /etc/ld.so.preload: %s", strerror(lt < 0 ? -lt : errno));
 		close_fd(&lt);
 		goto undo;
 	}
@@ -1334,23 +1322,23 @@ static int container_side(struct hook *h, struct inject *in, char *why, size_t c
 	struct hte_mountinfo m;
 
 	if (setns(in->mntns, CLONE_NEWNS) < 0) {
-		whyf(why, cap, "cannot enter its mount namespace (setns): %s", strerror(errno));
+		hte_oci_why(why, cap, "cannot enter its mount namespace (setns): %s", strerror(errno));
 		return -1;
 	}
 	if (fchdir(in->croot) < 0 || chroot(".") < 0) {
-		whyf(why, cap, "cannot take its process's root: %s", strerror(errno));
+		hte_oci_why(why, cap, "cannot take its process's root: %s", strerror(errno));
 		return -1;
 	}
 	rootfs_path(h, in, path, sizeof(path));
-	whyf(h->rec->rootfs, sizeof(h->rec->rootfs), "%s", path);
+	hte_oci_why(h->rec->rootfs, sizeof(h->rec->rootfs), "%s", path);
 	/* The engine's path, not the image's: followed as the host's admin set it up. */
 	in->root = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (in->root < 0) {
-		whyf(why, cap, "cannot open its rootfs %s: %s", path, strerror(errno));
+		hte_oci_why(why, cap, "cannot open its rootfs %s: %s", path, strerror(errno));
 		return -1;
 	}
 	if (fd_mnt_id(in->proc, in->root, &in->root_mnt) < 0 || fd_mount(in->proc, in->root, &m) < 0) {
-		whyf(why, cap, "cannot find its rootfs's mount");
+		hte_oci_why(why, cap, "cannot find its rootfs's mount");
 		return -1;
 	}
 	in->root_overlay = strcmp(m.fstype, "overlay") == 0;
@@ -1417,15 +1405,15 @@ static int do_inject(struct hook *h)
 		return HTE_EXIT_FAIL;
 	}
 	if (rc == -EEXIST) {
-		whyf(why, sizeof(why), "its process shares the host's mount namespace: nothing is mounted");
+		hte_oci_why(why, sizeof(why), "its process shares the host's mount namespace: nothing is mounted");
 	} else if (read_config(h, &in, why, sizeof(why)) < 0) {
 		/* why says it */
 	} else if (open_records(h) < 0) {
-		whyf(why, sizeof(why), "cannot keep its record in %s", h->o.records);
+		hte_oci_why(why, sizeof(why), "cannot keep its record in %s", h->o.records);
 	} else if (host_preload(h, &in, why, sizeof(why)) < 0) {
 		/* why says it */
 	} else if (read_proc(in.proc, "self/mountinfo", 16u << 20, &in.host_mounts, &in.host_mounts_len) < 0) {
-		whyf(why, sizeof(why), "cannot read the host's mount table");
+		hte_oci_why(why, sizeof(why), "cannot read the host's mount table");
 	} else {
 		snprintf(h->rec->preload, sizeof(h->rec->preload), "%s", h->o.preload);
 		own_socket(h, &in);

@@ -39,6 +39,13 @@ extern "C" {
 /* The per-container views of the shared cache: <cache>/shared/c/<id>. */
 #define HTE_OCI_VIEWS "c"
 
+/*
+ * Says why into @why (@cap bytes; nothing when @why is NULL or @cap 0), cut
+ * where it is longer: what the hook's parts give as a reason.  Returns -1,
+ * so that a failure is `return hte_oci_why(err, errlen, ...)`.
+ */
+int hte_oci_why(char *why, size_t cap, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
 /* --- the runtime's state (stdin) and the bundle's config.json --- */
 
 enum hte_oci_stage {

@@ -16,15 +16,13 @@
 
 #include "conf.h"
 
-static int fail(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-
-static int fail(char *err, size_t errlen, const char *fmt, ...)
+int hte_oci_why(char *why, size_t cap, const char *fmt, ...)
 {
 	va_list ap;
 
-	if (err && errlen) {
+	if (why && cap) {
 		va_start(ap, fmt);
-		vsnprintf(err, errlen, fmt, ap);
+		vsnprintf(why, cap, fmt, ap);
 		va_end(ap);
 	}
 	return -1;
@@ -41,23 +39,23 @@ static json_object *parse_object(const char *buf, size_t len, const char *what, 
 	size_t end;
 
 	if (len == 0) {
-		fail(err, errlen, "%s is empty", what);
+		hte_oci_why(err, errlen, "%s is empty", what);
 		return NULL;
 	}
 	if (len > (size_t)INT32_MAX || memchr(buf, '\0', len)) {
-		fail(err, errlen, "%s is not JSON: it holds a NUL byte", what);
+		hte_oci_why(err, errlen, "%s is not JSON: it holds a NUL byte", what);
 		return NULL;
 	}
 	tok = json_tokener_new_ex(32);
 	if (!tok) {
-		fail(err, errlen, "out of memory");
+		hte_oci_why(err, errlen, "out of memory");
 		return NULL;
 	}
 	o = json_tokener_parse_ex(tok, buf, (int)len);
 	if (!o || json_tokener_get_error(tok) != json_tokener_success) {
 		enum json_tokener_error e = json_tokener_get_error(tok);
 
-		fail(err, errlen, "%s is not JSON: %s", what,
+		hte_oci_why(err, errlen, "%s is not JSON: %s", what,
 		     e == json_tokener_continue ? "it ends early" : json_tokener_error_desc(e));
 		json_object_put(o);
 		json_tokener_free(tok);
@@ -67,13 +65,13 @@ static json_object *parse_object(const char *buf, size_t len, const char *what, 
 	json_tokener_free(tok);
 	for (; end < len; end++) {
 		if (buf[end] != ' ' && buf[end] != '\n' && buf[end] != '\t' && buf[end] != '\r') {
-			fail(err, errlen, "%s is not one JSON document: more follows it", what);
+			hte_oci_why(err, errlen, "%s is not one JSON document: more follows it", what);
 			json_object_put(o);
 			return NULL;
 		}
 	}
 	if (!json_object_is_type(o, json_type_object)) {
-		fail(err, errlen, "%s is not a JSON object", what);
+		hte_oci_why(err, errlen, "%s is not a JSON object", what);
 		json_object_put(o);
 		return NULL;
 	}
@@ -87,11 +85,11 @@ static const char *member_str(json_object *o, const char *key, const char *what,
 	json_object *v;
 
 	if (!json_object_object_get_ex(o, key, &v) || !v) {
-		fail(err, errlen, "%s has no \"%s\"", what, key);
+		hte_oci_why(err, errlen, "%s has no \"%s\"", what, key);
 		return NULL;
 	}
 	if (!json_object_is_type(v, json_type_string)) {
-		fail(err, errlen, "%s: \"%s\" is not a string", what, key);
+		hte_oci_why(err, errlen, "%s: \"%s\" is not a string", what, key);
 		return NULL;
 	}
 	*len = (size_t)json_object_get_string_len(v);
@@ -120,11 +118,11 @@ static int state_annotation(json_object *o, struct hte_oci_state *st, char *err,
 	if (!json_object_object_get_ex(o, "annotations", &a) || !a)
 		return 0;
 	if (!json_object_is_type(a, json_type_object))
-		return fail(err, errlen, "the state: \"annotations\" is not an object");
+		return hte_oci_why(err, errlen, "the state: \"annotations\" is not an object");
 	if (!json_object_object_get_ex(a, HTE_OCI_ANNOTATION, &v) || !v)
 		return 0;
 	if (!json_object_is_type(v, json_type_string))
-		return fail(err, errlen, "the state: annotation \"%s\" is not a string", HTE_OCI_ANNOTATION);
+		return hte_oci_why(err, errlen, "the state: annotation \"%s\" is not a string", HTE_OCI_ANNOTATION);
 	n = (size_t)json_object_get_string_len(v);
 	st->has_annotation = 1;
 	st->annotation_long = n > HTE_OCI_VALUE_MAX;
@@ -146,7 +144,7 @@ static int state_fields(json_object *o, struct hte_oci_state *st, char *err, siz
 	if (!(s = member_str(o, "id", "the state", &n, err, errlen)))
 		return -1;
 	if (!hte_oci_id_valid(s, n))
-		return fail(err, errlen, "the state: \"id\" is not a container id (1-%u of A-Z a-z 0-9 _ . + -)",
+		return hte_oci_why(err, errlen, "the state: \"id\" is not a container id (1-%u of A-Z a-z 0-9 _ . + -)",
 			    HTE_OCI_ID_MAX);
 	memcpy(st->id, s, n + 1);
 	if (!(s = member_str(o, "status", "the state", &n, err, errlen)))
@@ -156,26 +154,26 @@ static int state_fields(json_object *o, struct hte_oci_state *st, char *err, siz
 	else if (strcmp(s, "stopped") == 0)
 		st->stage = HTE_OCI_REMOVE;
 	else
-		return fail(err, errlen, "the state: status \"%.32s\" is neither \"creating\" (createRuntime) nor "
+		return hte_oci_why(err, errlen, "the state: status \"%.32s\" is neither \"creating\" (createRuntime) nor "
 			    "\"stopped\" (poststop): the hook runs at those two stages only", s);
 	if (!(s = member_str(o, "bundle", "the state", &n, err, errlen)))
 		return -1;
 	if (n == 0 || s[0] != '/' || n >= sizeof(st->bundle))
-		return fail(err, errlen, "the state: \"bundle\" is not an absolute path");
+		return hte_oci_why(err, errlen, "the state: \"bundle\" is not an absolute path");
 	memcpy(st->bundle, s, n + 1);
 	if (json_object_object_get_ex(o, "pid", &v) && v) {
 		int64_t pid;
 
 		if (!json_object_is_type(v, json_type_int))
-			return fail(err, errlen, "the state: \"pid\" is not a whole number");
+			return hte_oci_why(err, errlen, "the state: \"pid\" is not a whole number");
 		errno = 0;
 		pid = json_object_get_int64(v);
 		if (errno || pid < 0 || pid > INT32_MAX)
-			return fail(err, errlen, "the state: \"pid\" %lld is no process id", (long long)pid);
+			return hte_oci_why(err, errlen, "the state: \"pid\" %lld is no process id", (long long)pid);
 		st->pid = (long)pid;
 	}
 	if (st->stage == HTE_OCI_INJECT && st->pid <= 0)
-		return fail(err, errlen, "the state has no \"pid\" of the container's process");
+		return hte_oci_why(err, errlen, "the state has no \"pid\" of the container's process");
 	return state_annotation(o, st, err, errlen);
 }
 
@@ -188,7 +186,7 @@ int hte_oci_state_parse(const char *buf, size_t len, struct hte_oci_state *st, c
 	if (err && errlen)
 		err[0] = '\0';
 	if (len > HTE_OCI_STATE_MAX)
-		return fail(err, errlen, "the state is longer than %u bytes", HTE_OCI_STATE_MAX);
+		return hte_oci_why(err, errlen, "the state is longer than %u bytes", HTE_OCI_STATE_MAX);
 	o = parse_object(buf, len, "the state", err, errlen);
 	if (!o)
 		return -1;
@@ -210,14 +208,14 @@ static int config_namespaces(json_object *o, struct hte_oci_config *c, char *err
 	if (!json_object_object_get_ex(linux_, "namespaces", &ns) || !ns)
 		return 0;
 	if (!json_object_is_type(ns, json_type_array))
-		return fail(err, errlen, "config.json: linux.namespaces is not an array");
+		return hte_oci_why(err, errlen, "config.json: linux.namespaces is not an array");
 	n = json_object_array_length(ns);
 	for (size_t i = 0; i < n; i++) {
 		json_object *e = json_object_array_get_idx(ns, i), *t, *p;
 
 		if (!e || !json_object_is_type(e, json_type_object) || !json_object_object_get_ex(e, "type", &t) ||
 		    !t || !json_object_is_type(t, json_type_string))
-			return fail(err, errlen, "config.json: linux.namespaces[%zu] has no type", i);
+			return hte_oci_why(err, errlen, "config.json: linux.namespaces[%zu] has no type", i);
 		if (strcmp(json_object_get_string(t), "mount") != 0)
 			continue;
 		c->mount_ns = 1;
@@ -234,15 +232,15 @@ static int config_fields(json_object *o, struct hte_oci_config *c, char *err, si
 	size_t n;
 
 	if (!json_object_object_get_ex(o, "root", &root) || !root || !json_object_is_type(root, json_type_object))
-		return fail(err, errlen, "config.json has no \"root\" object");
+		return hte_oci_why(err, errlen, "config.json has no \"root\" object");
 	if (!(s = member_str(root, "path", "config.json's root", &n, err, errlen)))
 		return -1;
 	if (n == 0 || n >= sizeof(c->root))
-		return fail(err, errlen, "config.json: root.path is empty or too long");
+		return hte_oci_why(err, errlen, "config.json: root.path is empty or too long");
 	memcpy(c->root, s, n + 1);
 	if (json_object_object_get_ex(root, "readonly", &ro) && ro) {
 		if (!json_object_is_type(ro, json_type_boolean))
-			return fail(err, errlen, "config.json: root.readonly is not true or false");
+			return hte_oci_why(err, errlen, "config.json: root.readonly is not true or false");
 		c->root_readonly = json_object_get_boolean(ro);
 	}
 	return config_namespaces(o, c, err, errlen);
@@ -257,7 +255,7 @@ int hte_oci_config_parse(const char *buf, size_t len, struct hte_oci_config *c, 
 	if (err && errlen)
 		err[0] = '\0';
 	if (len > HTE_OCI_CONFIG_MAX)
-		return fail(err, errlen, "config.json is longer than %u bytes", HTE_OCI_CONFIG_MAX);
+		return hte_oci_why(err, errlen, "config.json is longer than %u bytes", HTE_OCI_CONFIG_MAX);
 	o = parse_object(buf, len, "config.json", err, errlen);
 	if (!o)
 		return -1;
