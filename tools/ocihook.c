@@ -696,10 +696,10 @@ static int host_preload(struct hook *h, struct inject *in, char *why, size_t cap
 
 /*
  * How many containers' directories <sockets>/ holds (the names the service
- * takes), counted up to @most + 1: the service listens in at most
- * HTE_CONTAINER_SOCKETS_MAX of them.  Directories a runtime left behind
- * count too: past the limit a container gets the host's socket, never a
- * link that leads nowhere.
+ * takes), counted up to @most + 1, or -1 when it cannot be read: the
+ * service listens in at most HTE_CONTAINER_SOCKETS_MAX of them.
+ * Directories a runtime left behind count too: past the limit a container
+ * gets the host's socket, never a link that leads nowhere.
  */
 static int sockets_count(int sd, int most)
 {
@@ -710,7 +710,7 @@ static int sockets_count(int sd, int most)
 	if (!d) {
 		if (d2 >= 0)
 			close(d2);
-		return most + 1; /* unreadable: as full */
+		return -1;
 	}
 	while (n <= most && (e = readdir(d)))
 		n += e->d_name[0] != '.' && hte_id_valid(e->d_name);
@@ -726,7 +726,7 @@ static int sockets_count(int sd, int most)
 static void own_socket(struct hook *h, struct inject *in)
 {
 	struct stat st;
-	int sd, d;
+	int sd, d, n;
 
 	/* No service socket: nothing (as without a service).  An id the service would not take: the host's. */
 	if (lstat(h->o.socket, &st) < 0 || !S_ISSOCK(st.st_mode) || st.st_uid != 0 || !hte_id_valid(h->st.id))
@@ -740,11 +740,16 @@ static void own_socket(struct hook *h, struct inject *in)
 		close(sd);
 		return;
 	}
-	/* Counted with ours, so two hooks at the last place do not both take it. */
-	if (sockets_count(sd, HTE_CONTAINER_SOCKETS_MAX) > HTE_CONTAINER_SOCKETS_MAX) {
+	/*
+	 * Counted with ours, so two hooks at the last place do not both take
+	 * it (both may leave it: they get the host's socket).  A service that
+	 * bound a socket in ours meanwhile keeps the directory until poststop.
+	 */
+	n = sockets_count(sd, HTE_CONTAINER_SOCKETS_MAX);
+	if (n < 0 || n > HTE_CONTAINER_SOCKETS_MAX) {
 		remove_own_socket(sd, h->st.id);
 		close(sd);
-		in->sockets_full = 1;
+		in->sockets_full = n > 0;
 		return;
 	}
 	d = openat(sd, h->st.id, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
