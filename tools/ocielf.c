@@ -67,7 +67,8 @@ static int read_vernaux(Elf *elf, Elf_Data *d, size_t off, const GElf_Verneed *v
 		if (!gelf_getvernaux(d, (int)aoff, &va))
 			return hte_oci_why(err, errlen, "version need of %s unreadable", need->file);
 		if (need->n == HTE_VER_NEEDS_MAX)
-			return hte_oci_why(err, errlen, "more than %u versions needed of %s", HTE_VER_NEEDS_MAX, need->file);
+			return hte_oci_why(err, errlen, "more than %u versions needed of %s", HTE_VER_NEEDS_MAX,
+					   need->file);
 		if (copy_name(elf, strndx, va.vna_name, need->name[need->n]) < 0)
 			return hte_oci_why(err, errlen, "a version needed of %s has no name", need->file);
 		need->n++;

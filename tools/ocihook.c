@@ -601,28 +601,23 @@ static int read_config(struct hook *h, struct inject *in, char *why, size_t cap)
 	snprintf(path, sizeof(path), "%s/config.json", h->st.bundle);
 	fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
 	if (fd < 0) {
-		hte_oci_why(why, cap, "cannot open %s: %s", path, strerror(errno));
-		return -1;
+		return hte_oci_why(why, cap, "cannot open %s: %s", path, strerror(errno));
 	}
 	rc = read_all(fd, HTE_OCI_CONFIG_MAX, &buf, &len);
 	close(fd);
 	if (rc < 0) {
-		hte_oci_why(why, cap, "cannot read %s: %s", path, rc == -EFBIG ? "too long" : strerror(-rc));
-		return -1;
+		return hte_oci_why(why, cap, "cannot read %s: %s", path, rc == -EFBIG ? "too long" : strerror(-rc));
 	}
 	rc = hte_oci_config_parse(buf, len, &in->cfg, err, sizeof(err));
 	free(buf);
 	if (rc < 0) {
-		hte_oci_why(why, cap, "%s", err);
-		return -1;
+		return hte_oci_why(why, cap, "%s", err);
 	}
 	if (!in->cfg.mount_ns) {
-		hte_oci_why(why, cap, "it has no mount namespace of its own: nothing is mounted");
-		return -1;
+		return hte_oci_why(why, cap, "it has no mount namespace of its own: nothing is mounted");
 	}
 	if (in->cfg.mount_ns_joined) {
-		hte_oci_why(why, cap, "it joins another process's mount namespace: nothing is mounted");
-		return -1;
+		return hte_oci_why(why, cap, "it joins another process's mount namespace: nothing is mounted");
 	}
 	return 0;
 }
@@ -664,32 +659,28 @@ static int host_preload(struct hook *h, struct inject *in, char *why, size_t cap
 
 	in->pre_fd = open(h->o.preload, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
 	if (in->pre_fd < 0 || fstat(in->pre_fd, &st) < 0) {
-		hte_oci_why(why, cap, "the host's preload %s: %s", h->o.preload, strerror(errno));
-		return -1;
+		return hte_oci_why(why, cap, "the host's preload %s: %s", h->o.preload, strerror(errno));
 	}
 	if (!S_ISREG(st.st_mode) || st.st_uid != 0 || (st.st_mode & (S_IWGRP | S_IWOTH)) ||
 	    (uint64_t)st.st_size > FILE_MAX) {
-		hte_oci_why(why, cap, "the host's preload %s is not a regular file that only root may write",
-			 h->o.preload);
-		return -1;
+		return hte_oci_why(why, cap, "the host's preload %s is not a regular file that only root may write",
+				   h->o.preload);
 	}
 	rc = read_all(in->pre_fd, FILE_MAX, &buf, &len);
 	if (rc < 0) {
-		hte_oci_why(why, cap, "the host's preload %s: %s", h->o.preload, strerror(-rc));
-		return -1;
+		return hte_oci_why(why, cap, "the host's preload %s: %s", h->o.preload, strerror(-rc));
 	}
 	in->pre_v = malloc(sizeof(*in->pre_v));
 	rc = in->pre_v ? hte_elf_versions_read(buf, len, in->pre_v, err, sizeof(err)) : -1;
 	free(buf);
 	if (rc < 0 || !hte_loader_path(in->pre_v->machine, in->pre_v->elfclass)) {
-		hte_oci_why(why, cap, "the host's preload %s: %s", h->o.preload,
-			 rc < 0 ? err : "built for a machine the hook does not know");
-		return -1;
+		return hte_oci_why(why, cap, "the host's preload %s: %s", h->o.preload,
+				   rc < 0 ? err : "built for a machine the hook does not know");
 	}
 	in->pre_tree = clone_ro(in->pre_fd, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV);
 	if (in->pre_tree < 0) {
-		hte_oci_why(why, cap, "cannot clone the host's preload (open_tree): %s", strerror(-in->pre_tree));
-		return -1;
+		return hte_oci_why(why, cap, "cannot clone the host's preload (open_tree): %s",
+				   strerror(-in->pre_tree));
 	}
 	return 0;
 }
@@ -939,8 +930,8 @@ static int image_versions(struct inject *in, const char *path, struct hte_elf_ve
 	}
 	if (v->machine != in->pre_v->machine || v->elfclass != in->pre_v->elfclass || v->msb != in->pre_v->msb) {
 		hte_oci_why(why, cap, "the image's %s is for another machine (e_machine %u, %d-bit) than the "
-			 "preload (e_machine %u, %d-bit)", path, v->machine, v->elfclass, in->pre_v->machine,
-			 in->pre_v->elfclass);
+			    "preload (e_machine %u, %d-bit)", path, v->machine, v->elfclass, in->pre_v->machine,
+			    in->pre_v->elfclass);
 		return -EINVAL;
 	}
 	return 0;
@@ -985,7 +976,7 @@ static int glibc_check(struct hook *h, struct inject *in, char *why, size_t cap)
 	rc = image_versions(in, loader, ld, why, cap);
 	if (rc == -ENOENT)
 		hte_oci_why(why, cap, "no glibc loader %s in the image (musl, static, or another architecture): "
-			 "left as it is", loader);
+			    "left as it is", loader);
 	if (rc < 0)
 		goto out;
 	for (unsigned i = 0; i < in->pre_v->nfiles; i++) {
@@ -997,8 +988,8 @@ static int glibc_check(struct hook *h, struct inject *in, char *why, size_t cap)
 		if (!(ld->ndef && strcmp(ld->def[0], need->file) == 0)) {
 			rc = find_library(in, need->file, path, sizeof(path));
 			if (rc < 0) {
-				hte_oci_why(why, cap, "no %s (which the preload needs) in the image's library directories: "
-				     "left as it is", need->file);
+				hte_oci_why(why, cap, "no %s (which the preload needs) in the image's library "
+					    "directories: left as it is", need->file);
 				goto out;
 			}
 			rc = image_versions(in, path, lib, why, cap);
@@ -1014,10 +1005,10 @@ static int glibc_check(struct hook *h, struct inject *in, char *why, size_t cap)
 			rc = -1;
 			if (have == lib && h->rec->has_glibc)
 				hte_oci_why(why, cap, "the image's %s (glibc %s) lacks %s, which the preload needs: "
-					 "left as it is", path, h->rec->glibc, missing);
+					    "left as it is", path, h->rec->glibc, missing);
 			else
 				hte_oci_why(why, cap, "the image's %s lacks %s, which the preload needs: left as it is",
-					 have == lib ? path : loader, missing);
+					    have == lib ? path : loader, missing);
 			goto out;
 		}
 	}
@@ -1057,13 +1048,11 @@ static int target_dir(struct inject *in, int dirfd, const char *name, const char
 
 	if (fd == -ENOENT && made) {
 		if (!may_create(in, dirfd)) {
-			hte_oci_why(why, cap, "%s is missing and its directory is not the container's own layer: "
-				 "nothing is made there", shown);
-			return -1;
+			return hte_oci_why(why, cap, "%s is missing and its directory is not the container's own "
+					   "layer: nothing is made there", shown);
 		}
 		if (mkdirat(dirfd, name, 0755) < 0) {
-			hte_oci_why(why, cap, "cannot make %s: %s", shown, strerror(errno));
-			return -1;
+			return hte_oci_why(why, cap, "cannot make %s: %s", shown, strerror(errno));
 		}
 		fchmodat(dirfd, name, 0755, 0);
 		*made = 1;
@@ -1096,15 +1085,13 @@ static int target_preload_list(struct inject *in, char *why, size_t cap, char **
 				       RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS);
 	if (in->etc_pre == -ENOENT) {
 		if (!may_create(in, in->etc)) {
-			hte_oci_why(why, cap, "/etc/ld.so.preload is missing and /etc is not the container's own layer "
-				 "(a volume?): nothing is made there");
-			return -1;
+			return hte_oci_why(why, cap, "/etc/ld.so.preload is missing and /etc is not the container's "
+					   "own layer (a volume?): nothing is made there");
 		}
 		/* O_EXCL: never through a link, never over a file that appeared meanwhile. */
 		fd = openat(in->etc, "ld.so.preload", O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
 		if (fd < 0) {
-			hte_oci_why(why, cap, "cannot make /etc/ld.so.preload: %s", strerror(errno));
-			return -1;
+			return hte_oci_why(why, cap, "cannot make /etc/ld.so.preload: %s", strerror(errno));
 		}
 		in->made_etc_pre = 1;
 		fchmod(fd, 0644);
@@ -1113,34 +1100,30 @@ static int target_preload_list(struct inject *in, char *why, size_t cap, char **
 					       RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS);
 	}
 	if (in->etc_pre == -ELOOP) {
-		hte_oci_why(why, cap, "/etc/ld.so.preload is a symbolic link: refused");
-		return -1;
+		return hte_oci_why(why, cap, "/etc/ld.so.preload is a symbolic link: refused");
 	}
 	if (in->etc_pre < 0) {
-		hte_oci_why(why, cap, "cannot open /etc/ld.so.preload: %s", strerror(-in->etc_pre));
-		return -1;
+		return hte_oci_why(why, cap, "cannot open /etc/ld.so.preload: %s", strerror(-in->etc_pre));
 	}
 	if (fstat(in->etc_pre, &st) < 0 || !S_ISREG(st.st_mode)) {
-		hte_oci_why(why, cap, "/etc/ld.so.preload is not a regular file: refused");
-		return -1;
+		return hte_oci_why(why, cap, "/etc/ld.so.preload is not a regular file: refused");
 	}
 	if ((uint64_t)st.st_size > HTE_OCI_PRELOAD_LIST_MAX) {
-		hte_oci_why(why, cap, "/etc/ld.so.preload is longer than %u bytes: refused", HTE_OCI_PRELOAD_LIST_MAX);
-		return -1;
+		return hte_oci_why(why, cap, "/etc/ld.so.preload is longer than %u bytes: refused",
+				   HTE_OCI_PRELOAD_LIST_MAX);
 	}
 	if (in->made_etc_pre)
 		return 0;
 	snprintf(rel, sizeof(rel), "self/fd/%d", in->etc_pre);
 	rd = openat(in->proc, rel, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
 	if (rd < 0) {
-		hte_oci_why(why, cap, "cannot read /etc/ld.so.preload: %s", strerror(errno));
-		return -1;
+		return hte_oci_why(why, cap, "cannot read /etc/ld.so.preload: %s", strerror(errno));
 	}
 	rc = read_all(rd, HTE_OCI_PRELOAD_LIST_MAX, text, len);
 	close(rd);
 	if (rc < 0) {
-		hte_oci_why(why, cap, "cannot read /etc/ld.so.preload: %s", rc == -EFBIG ? "too long" : strerror(-rc));
-		return -1;
+		return hte_oci_why(why, cap, "cannot read /etc/ld.so.preload: %s",
+				   rc == -EFBIG ? "too long" : strerror(-rc));
 	}
 	return 0;
 }
@@ -1161,8 +1144,7 @@ static int targets(struct hook *h, struct inject *in, char *why, size_t cap)
 	n = hte_preload_list_merge(text, len, HTE_OCI_PRELOAD_IN, in->list, sizeof(in->list), &h->rec->kept);
 	free(text);
 	if (n < 0) {
-		hte_oci_why(why, cap, "/etc/ld.so.preload holds a NUL byte or too much: refused");
-		return -1;
+		return hte_oci_why(why, cap, "/etc/ld.so.preload holds a NUL byte or too much: refused");
 	}
 	in->list_len = n;
 	in->run = target_dir(in, in->root, "run", "/run", &in->made_run, why, cap);
@@ -1173,12 +1155,11 @@ static int targets(struct hook *h, struct inject *in, char *why, size_t cap)
 		return -1;
 	/* A mount under a shared one would propagate to its peers, maybe the host's. */
 	if (fd_mount(in->proc, in->run_ht, &m) < 0 || m.shared) {
-		hte_oci_why(why, cap, "/run/hugetext lies on a shared mount (its mounts would propagate out): refused");
-		return -1;
+		return hte_oci_why(why, cap,
+				   "/run/hugetext lies on a shared mount (its mounts would propagate out): refused");
 	}
 	if (fd_mount(in->proc, in->etc_pre, &m) < 0 || m.shared) {
-		hte_oci_why(why, cap, "/etc/ld.so.preload lies on a shared mount: refused");
-		return -1;
+		return hte_oci_why(why, cap, "/etc/ld.so.preload lies on a shared mount: refused");
 	}
 	return 0;
 }
@@ -1260,8 +1241,7 @@ static int mount_all(struct inject *in, char *why, size_t cap)
 	int a = our_tmpfs("1m"), lt = -1;
 
 	if (a < 0) {
-		hte_oci_why(why, cap, "cannot make a tmpfs (fsopen): %s", strerror(errno));
-		return -1;
+		return hte_oci_why(why, cap, "cannot make a tmpfs (fsopen): %s", strerror(errno));
 	}
 	if (our_file(a, "ld.so.preload", in->list, (size_t)in->list_len) < 0 ||
 	    our_file(a, HTE_OCI_PRELOAD_NAME, "", 0) < 0 ||
@@ -1327,24 +1307,20 @@ static int container_side(struct hook *h, struct inject *in, char *why, size_t c
 	struct hte_mountinfo m;
 
 	if (setns(in->mntns, CLONE_NEWNS) < 0) {
-		hte_oci_why(why, cap, "cannot enter its mount namespace (setns): %s", strerror(errno));
-		return -1;
+		return hte_oci_why(why, cap, "cannot enter its mount namespace (setns): %s", strerror(errno));
 	}
 	if (fchdir(in->croot) < 0 || chroot(".") < 0) {
-		hte_oci_why(why, cap, "cannot take its process's root: %s", strerror(errno));
-		return -1;
+		return hte_oci_why(why, cap, "cannot take its process's root: %s", strerror(errno));
 	}
 	rootfs_path(h, in, path, sizeof(path));
-	hte_oci_why(h->rec->rootfs, sizeof(h->rec->rootfs), "%s", path);
+	hte_oci_why(h->rec->rootfs, sizeof(h->rec->rootfs), "%s", path); /* cut, as a reason is */
 	/* The engine's path, not the image's: followed as the host's admin set it up. */
 	in->root = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (in->root < 0) {
-		hte_oci_why(why, cap, "cannot open its rootfs %s: %s", path, strerror(errno));
-		return -1;
+		return hte_oci_why(why, cap, "cannot open its rootfs %s: %s", path, strerror(errno));
 	}
 	if (fd_mnt_id(in->proc, in->root, &in->root_mnt) < 0 || fd_mount(in->proc, in->root, &m) < 0) {
-		hte_oci_why(why, cap, "cannot find its rootfs's mount");
-		return -1;
+		return hte_oci_why(why, cap, "cannot find its rootfs's mount");
 	}
 	in->root_overlay = strcmp(m.fstype, "overlay") == 0;
 	snprintf(h->rec->upperdir, sizeof(h->rec->upperdir), "%s", m.upperdir);

@@ -56,7 +56,7 @@ static json_object *parse_object(const char *buf, size_t len, const char *what, 
 		enum json_tokener_error e = json_tokener_get_error(tok);
 
 		hte_oci_why(err, errlen, "%s is not JSON: %s", what,
-		     e == json_tokener_continue ? "it ends early" : json_tokener_error_desc(e));
+			    e == json_tokener_continue ? "it ends early" : json_tokener_error_desc(e));
 		json_object_put(o);
 		json_tokener_free(tok);
 		return NULL;
@@ -145,7 +145,7 @@ static int state_fields(json_object *o, struct hte_oci_state *st, char *err, siz
 		return -1;
 	if (!hte_oci_id_valid(s, n))
 		return hte_oci_why(err, errlen, "the state: \"id\" is not a container id (1-%u of A-Z a-z 0-9 _ . + -)",
-			    HTE_OCI_ID_MAX);
+				   HTE_OCI_ID_MAX);
 	memcpy(st->id, s, n + 1);
 	if (!(s = member_str(o, "status", "the state", &n, err, errlen)))
 		return -1;
@@ -154,8 +154,8 @@ static int state_fields(json_object *o, struct hte_oci_state *st, char *err, siz
 	else if (strcmp(s, "stopped") == 0)
 		st->stage = HTE_OCI_REMOVE;
 	else
-		return hte_oci_why(err, errlen, "the state: status \"%.32s\" is neither \"creating\" (createRuntime) nor "
-			    "\"stopped\" (poststop): the hook runs at those two stages only", s);
+		return hte_oci_why(err, errlen, "the state: status \"%.32s\" is neither \"creating\" (createRuntime) "
+				   "nor \"stopped\" (poststop): the hook runs at those two stages only", s);
 	if (!(s = member_str(o, "bundle", "the state", &n, err, errlen)))
 		return -1;
 	if (n == 0 || s[0] != '/' || n >= sizeof(st->bundle))
@@ -630,7 +630,8 @@ static int mi_line(const char *l, size_t n, struct hte_mountinfo *m)
 		return -1;
 	if (!hte_mount_field(&p, end, &f, &fn) || !hte_mount_field(&p, end, &f, &fn)) /* root, mount point */
 		return -1;
-	if (hte_mount_unescape(f, fn, m->point, sizeof(m->point)) < 0 || !hte_mount_field(&p, end, &f, &fn)) /* options */
+	/* The mount point, then its options. */
+	if (hte_mount_unescape(f, fn, m->point, sizeof(m->point)) < 0 || !hte_mount_field(&p, end, &f, &fn))
 		return -1;
 	for (;;) { /* optional fields, up to "-" */
 		if (!hte_mount_field(&p, end, &f, &fn))
